@@ -1,0 +1,18 @@
+// Every result file goes through here: write to a temporary file in the same folder, flush it
+// to disk, then rename over the target, so a crash or Ctrl-C never leaves a half-written file.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string_view>
+
+namespace libreyolo {
+
+// Calls `write(temporary_path)`, then fsyncs and renames the temporary over `path`. If `write`
+// throws, the temporary is removed, `path` is untouched and the exception propagates.
+void write_atomically(const std::filesystem::path& path,
+                      const std::function<void(const std::filesystem::path& temporary)>& write);
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view content);
+
+}  // namespace libreyolo

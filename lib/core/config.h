@@ -1,0 +1,70 @@
+// A resolved configuration: every key of the option table with its typed value and where the
+// value came from. Resolution order: table default < family default < cfg= file < command line
+// (a family default never replaces a value the user gave, as in LibreYOLO).
+#pragma once
+
+#include "core/option_table.h"
+#include "core/option_value.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace libreyolo::config {
+
+enum class Source { table_default, family_default, command_default, cfg_file, command_line };
+std::string_view source_name(Source source);
+
+class Config {
+ public:
+  // Table defaults (plus the command's own defaults), no family applied.
+  explicit Config(Command command);
+
+  // Parses `key=value`, `--key value`, `--key=value`, bare bool keys, `--no-key`, aliases and
+  // `cfg=file.yaml`; throws UsageError (exit 2) for anything it cannot accept.
+  static Config from_arguments(Command command, std::span<const std::string> arguments);
+
+  Command command() const { return command_; }
+  const Value& value(std::string_view key) const;
+  Source source(std::string_view key) const;
+  bool user_provided(std::string_view key) const;
+
+  bool get_bool(std::string_view key) const;
+  std::int64_t get_int(std::string_view key) const;
+  double get_real(std::string_view key) const;
+  const std::string& get_text(std::string_view key) const;  // text, choice and flag_or_path keys
+  RealPair get_pair(std::string_view key) const;
+  ImageSize get_image_size(std::string_view key) const;
+  bool is_none(std::string_view key) const;
+
+  // Parses `text` for `key` and records it with `source` (the parse errors name the key).
+  void set(std::string_view key, std::string_view text, Source source);
+
+  // Model family ("yolo9", "yolox") and size from `model`, empty when the name does not tell.
+  const std::string& family() const { return family_; }
+  const std::string& size() const { return size_; }
+
+  // One line per alias used and per family applied, for the log.
+  const std::vector<std::string>& notes() const { return notes_; }
+
+  // Every key with its resolved value (tuples as lists), ready for train_config.yaml; the
+  // file loads back with cfg=.
+  std::string to_yaml() const;
+
+ private:
+  std::size_t index_of(std::string_view key) const;
+  void load_cfg_file(const std::string& path);
+  void apply_token(std::string_view key, std::string_view text, Source source, std::string_view context);
+  void apply_family_defaults();
+
+  Command command_;
+  std::vector<Value> values_;   // indexed like option_table()
+  std::vector<Source> sources_;
+  std::string family_;
+  std::string size_;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace libreyolo::config

@@ -1,0 +1,108 @@
+#include "core/option_help.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include <vector>
+
+namespace libreyolo::config {
+
+namespace {
+
+std::vector<std::string_view> groups_of(unsigned command) {
+  std::vector<std::string_view> groups;
+  for (const auto& spec : option_table()) {
+    if (!(spec.commands & command)) continue;
+    bool seen = false;
+    for (const auto group : groups) seen = seen || group == spec.group;
+    if (!seen) groups.push_back(spec.group);
+  }
+  return groups;
+}
+
+std::string allowed_values(const OptionSpec& spec) {
+  std::string text(type_name(spec.type));
+  if (spec.type == ValueType::choice) {
+    text = std::string(spec.choices);
+    for (char& c : text) {
+      if (c == ' ') c = '|';
+    }
+  }
+  if (spec.minimum || spec.maximum) {
+    const auto bound = [](std::optional<double> value, bool lower) {
+      if (!value || std::abs(*value) >= 1e12) return std::string(lower ? "-inf" : "inf");
+      return fmt::format("{}", *value);
+    };
+    text += fmt::format(" in [{}, {}]", bound(spec.minimum, true), bound(spec.maximum, false));
+  }
+  if (spec.nullable) text += " or none";
+  return text;
+}
+
+std::string troff_escape(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\\') {
+      out += "\\e";
+    } else if (c == '-') {
+      out += "\\-";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string aliases_of(std::string_view key) {
+  std::string text;
+  for (const auto& alias : aliases()) {
+    if (alias.key == key) text += fmt::format("{}{}", text.empty() ? "" : ", ", alias.alias);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string format_command_help(Command command) {
+  std::string text = fmt::format(
+      "usage: libreyolo {} key=value ...   (also --key value, --key for true, --no-key for false)\n",
+      command_name(command));
+  for (const auto group : groups_of(command)) {
+    text += fmt::format("\n{}:\n", group);
+    for (const auto& spec : option_table()) {
+      if (!(spec.commands & command) || spec.group != group) continue;
+      const std::string key = fmt::format("{}={}", spec.name, spec.default_value);
+      text += fmt::format("  {:<28} {}  [{}]\n", key, spec.help, allowed_values(spec));
+      const std::string alias = aliases_of(spec.name);
+      if (!alias.empty()) text += fmt::format("  {:<28} (Ultralytics spelling: {})\n", "", alias);
+    }
+  }
+  text += "\nFamily defaults (yolo9, yolox) replace these defaults for keys you do not set; "
+          "`libreyolo cfg model=...` shows the resolved values.\n";
+  return text;
+}
+
+std::string format_man_options(unsigned command) {
+  std::string text;
+  for (const auto group : groups_of(command)) {
+    text += fmt::format(".SS {}\n", troff_escape(group));
+    for (const auto& spec : option_table()) {
+      if (!(spec.commands & command) || spec.group != group) continue;
+      text += fmt::format(".TP\n.B {}={}\n{} [{}]\n", troff_escape(spec.name), troff_escape(spec.default_value),
+                          troff_escape(spec.help), troff_escape(allowed_values(spec)));
+      const std::string alias = aliases_of(spec.name);
+      if (!alias.empty()) text += fmt::format("Also accepted: {}.\n", troff_escape(alias));
+      if (spec.commands != command) {
+        std::string owners;
+        for (const Command owner : {command_train, command_val, command_predict, command_profile}) {
+          if (spec.commands & owner) owners += fmt::format("{}{}", owners.empty() ? "" : ", ", command_name(owner));
+        }
+        text += fmt::format("Commands: {}.\n", owners);
+      }
+    }
+  }
+  return text;
+}
+
+}  // namespace libreyolo::config

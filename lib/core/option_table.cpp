@@ -1,0 +1,362 @@
+#include "core/option_table.h"
+
+#include <array>
+
+namespace libreyolo::config {
+
+namespace {
+
+using T = ValueType;
+constexpr unsigned train = command_train;
+constexpr unsigned train_val = command_train | command_val;
+constexpr unsigned train_profile = command_train | command_profile;
+constexpr unsigned run_model = command_train | command_val | command_predict | command_profile;
+constexpr double unbounded = 1e12;
+
+// Keys and defaults follow LibreYOLO's trainer (CLI keys plus the TrainConfig fields);
+// family values live in kFamilyOverrides below.
+constexpr auto kOptions = std::to_array<OptionSpec>({
+    // --- model / data
+    {.name = "model", .type = T::text, .default_value = "yolox-s", .group = "model/data",
+     .help = "model name (yolo9-t/s/m/c, yolox-n/t/s/m/l/x), LibreYOLO weights name (LibreYOLO9t.pt) or a checkpoint path",
+     .commands = run_model},
+    {.name = "data", .type = T::text, .default_value = "", .group = "model/data",
+     .help = "dataset YAML path or built-in name (coco8, coco128, coco); required for train and val",
+     .commands = train_val | command_profile},
+    {.name = "task", .type = T::choice, .default_value = "detect", .group = "model/data",
+     .help = "task of the model", .commands = run_model, .choices = "detect"},
+    {.name = "pretrained", .type = T::boolean, .default_value = "true", .group = "model/data",
+     .help = "start from the official weights of the model when they are available", .commands = train},
+    {.name = "allow_download_scripts", .type = T::boolean, .default_value = "false", .group = "model/data",
+     .help = "allow a data YAML's `download` to be a script (never run otherwise)", .commands = train_val},
+    {.name = "single_cls", .type = T::boolean, .default_value = "false", .group = "model/data",
+     .help = "train as a one-class detector", .commands = train_val},
+    {.name = "cfg", .type = T::text, .default_value = "", .group = "model/data",
+     .help = "YAML file of key: value overrides, applied before the command line", .commands = run_model},
+
+    // --- loop
+    {.name = "epochs", .type = T::integer, .default_value = "300", .group = "loop",
+     .help = "number of training epochs", .minimum = 1, .maximum = 1e6},
+    {.name = "batch", .type = T::integer, .default_value = "16", .group = "loop",
+     .help = "global batch size (all devices together); -1 = AutoBatch on CUDA",
+     .commands = train_val | command_profile, .minimum = -1, .maximum = 1e6},
+    {.name = "imgsz", .type = T::image_size, .default_value = "640", .group = "loop",
+     .help = "input size: 640 or HxW such as 480x640", .commands = run_model, .minimum = 32, .maximum = 8192},
+    {.name = "device", .type = T::text, .default_value = "auto", .group = "loop",
+     .help = "auto, cpu, a CUDA index (0) or several (0,1)", .commands = run_model},
+    {.name = "workers", .type = T::integer, .default_value = "4", .group = "loop",
+     .help = "data loader worker threads", .commands = train_val | command_profile, .minimum = 0, .maximum = 1024},
+    {.name = "cache", .type = T::choice, .default_value = "false", .group = "loop",
+     .help = "cache resized images: false, ram (true) or disk", .commands = train_val,
+     .choices = "false ram disk", .synonyms = "true=ram 1=ram yes=ram 0=false no=false none=false =false"},
+    {.name = "min_samples", .type = T::integer, .default_value = "0", .group = "loop",
+     .help = "repeat a small dataset until an epoch has at least this many images", .minimum = 0, .maximum = unbounded},
+    {.name = "class_balanced", .type = T::boolean, .default_value = "false", .group = "loop",
+     .help = "sample images by inverse class frequency"},
+    {.name = "average_best", .type = T::integer, .default_value = "0", .group = "loop",
+     .help = "average the N best checkpoints into weights/average.pt (0 = off)", .minimum = 0, .maximum = 1000},
+    {.name = "export_check", .type = T::boolean, .default_value = "false", .group = "loop",
+     .help = "check that the final model exports"},
+    {.name = "precise_bn", .type = T::integer, .default_value = "0", .group = "loop",
+     .help = "recompute BatchNorm statistics over N batches before validation (0 = off)", .minimum = 0, .maximum = unbounded},
+    {.name = "seed", .type = T::integer, .default_value = "0", .group = "loop",
+     .help = "random seed (negative = do not seed)", .minimum = -1, .maximum = 4294967295.0},
+    {.name = "resume", .type = T::flag_or_path, .default_value = "false", .group = "loop",
+     .help = "resume from model=.../last.pt (true) or from the given checkpoint path"},
+    {.name = "amp", .type = T::boolean, .default_value = "true", .group = "loop",
+     .help = "mixed precision (CUDA; on CPU only with amp_dtype=bfloat16)", .commands = run_model},
+    {.name = "amp_dtype", .type = T::choice, .default_value = "float16", .group = "loop",
+     .help = "mixed-precision type: float16 (with a loss scaler) or bfloat16", .commands = run_model,
+     .choices = "float16 bfloat16", .synonyms = "fp16=float16 half=float16 bf16=bfloat16"},
+    {.name = "cuda_graph", .type = T::boolean, .default_value = "false", .group = "loop",
+     .help = "capture forward+backward in a CUDA graph (falls back to eager with one log line)",
+     .commands = train_profile},
+    {.name = "compile", .type = T::boolean, .default_value = "false", .group = "loop",
+     .help = "accepted for LibreYOLO compatibility; LibTorch has no compiler, so it only logs a note"},
+    {.name = "lora", .type = T::boolean, .default_value = "false", .group = "loop",
+     .help = "train low-rank adapters instead of all weights"},
+    {.name = "freeze", .type = T::text, .default_value = "", .group = "loop",
+     .help = "freeze the first N layers, or a comma list of layer indices"},
+    {.name = "sync_bn", .type = T::boolean, .default_value = "false", .group = "loop",
+     .help = "synchronise BatchNorm statistics across devices in distributed training"},
+    {.name = "multi_scale", .type = T::boolean, .default_value = "false", .group = "loop",
+     .help = "resize each batch to a random multiple of the stride around imgsz"},
+    {.name = "nbs", .type = T::integer, .default_value = "none", .group = "loop",
+     .help = "nominal batch size: accumulate gradients over round(nbs/batch) batches (none = off)",
+     .minimum = 1, .maximum = 1e6, .nullable = true},
+    {.name = "clip_max_norm", .type = T::real, .default_value = "0.0", .group = "loop",
+     .help = "clip the gradient norm to this value (0 = off)", .minimum = 0, .maximum = unbounded},
+
+    // --- distillation
+    {.name = "distill_model", .type = T::text, .default_value = "", .group = "distill",
+     .help = "teacher checkpoint for knowledge distillation (empty = off)"},
+    {.name = "dis", .type = T::real, .default_value = "none", .group = "distill",
+     .help = "distillation loss weight (none = the method's default)", .minimum = 0, .maximum = unbounded,
+     .nullable = true},
+    {.name = "distill_loss_type", .type = T::choice, .default_value = "mgd", .group = "distill",
+     .help = "distillation loss", .choices = "mgd cwd"},
+
+    // --- optimizer
+    {.name = "optimizer", .type = T::choice, .default_value = "sgd", .group = "optimizer",
+     .help = "optimizer: sgd (nesterov), adam or adamw", .choices = "sgd adam adamw"},
+    {.name = "lr0", .type = T::real, .default_value = "0.01", .group = "optimizer",
+     .help = "initial (peak) learning rate", .minimum = 0, .maximum = 1},
+    {.name = "momentum", .type = T::real, .default_value = "0.937", .group = "optimizer",
+     .help = "SGD momentum", .minimum = 0, .maximum = 1},
+    {.name = "weight_decay", .type = T::real, .default_value = "0.0005", .group = "optimizer",
+     .help = "weight decay of conv/linear weights (BN weights and biases get none)", .minimum = 0, .maximum = 1},
+    {.name = "nesterov", .type = T::boolean, .default_value = "true", .group = "optimizer",
+     .help = "Nesterov momentum for SGD"},
+
+    // --- scheduler
+    {.name = "scheduler", .type = T::choice, .default_value = "yoloxwarmcos", .group = "scheduler",
+     .help = "per-iteration LR schedule", .choices = "yoloxwarmcos linear cos flat_cosine constant",
+     .synonyms = "warmcos=cos cosine=cos"},
+    {.name = "warmup_epochs", .type = T::real, .default_value = "5", .group = "scheduler",
+     .help = "warmup length in epochs", .minimum = 0, .maximum = 1e6},
+    {.name = "warmup_lr_start", .type = T::real, .default_value = "0.0", .group = "scheduler",
+     .help = "learning rate at the start of warmup (clamped to lr0)", .minimum = 0, .maximum = 1},
+    {.name = "warmup_momentum", .type = T::real, .default_value = "0.8", .group = "scheduler",
+     .help = "momentum at the start of warmup (YOLOv9 warms momentum up to `momentum`)", .minimum = 0, .maximum = 1},
+    {.name = "min_lr_ratio", .type = T::real, .default_value = "0.05", .group = "scheduler",
+     .help = "final learning rate as a fraction of lr0", .minimum = 0, .maximum = 1},
+    {.name = "lr_drop", .type = T::integer, .default_value = "100", .group = "scheduler",
+     .help = "epoch of the step LR drop (RF-DETR line; unused by YOLOv9/YOLOX)", .minimum = 0, .maximum = 1e6},
+
+    // --- augmentation
+    {.name = "mosaic", .type = T::real, .default_value = "1.0", .group = "augmentation",
+     .help = "probability of a 4-image mosaic", .minimum = 0, .maximum = 1},
+    {.name = "mixup", .type = T::real, .default_value = "1.0", .group = "augmentation",
+     .help = "probability of mixup", .minimum = 0, .maximum = 1},
+    {.name = "hsv_prob", .type = T::real, .default_value = "1.0", .group = "augmentation",
+     .help = "probability of the HSV colour jitter", .minimum = 0, .maximum = 1},
+    {.name = "hsv_hue", .type = T::real, .default_value = "0.015", .group = "augmentation",
+     .help = "hue gain of the multiplicative HSV jitter (YOLOv9; YOLOX uses fixed additive deltas 5/30/30)",
+     .minimum = 0, .maximum = 1},
+    {.name = "hsv_saturation", .type = T::real, .default_value = "0.7", .group = "augmentation",
+     .help = "saturation gain of the multiplicative HSV jitter (YOLOv9)", .minimum = 0, .maximum = 1},
+    {.name = "hsv_value", .type = T::real, .default_value = "0.4", .group = "augmentation",
+     .help = "value gain of the multiplicative HSV jitter (YOLOv9)", .minimum = 0, .maximum = 1},
+    {.name = "flip_prob", .type = T::real, .default_value = "0.5", .group = "augmentation",
+     .help = "probability of a horizontal flip", .minimum = 0, .maximum = 1},
+    {.name = "flipud", .type = T::real, .default_value = "0.0", .group = "augmentation",
+     .help = "probability of a vertical flip", .minimum = 0, .maximum = 1},
+    {.name = "degrees", .type = T::real, .default_value = "10.0", .group = "augmentation",
+     .help = "random rotation range in degrees (+/-)", .minimum = 0, .maximum = 180},
+    {.name = "translate", .type = T::real, .default_value = "0.1", .group = "augmentation",
+     .help = "random translation as a fraction of the image size (+/-)", .minimum = 0, .maximum = 1},
+    {.name = "shear", .type = T::real, .default_value = "2.0", .group = "augmentation",
+     .help = "random shear range in degrees (+/-)", .minimum = 0, .maximum = 45},
+    {.name = "perspective", .type = T::real, .default_value = "0.0", .group = "augmentation",
+     .help = "random perspective (+/-), 0 to 0.001 is sensible", .minimum = 0, .maximum = 1},
+    {.name = "mosaic_scale", .type = T::real_pair, .default_value = "(0.1,2.0)", .group = "augmentation",
+     .help = "scale range of the affine step after mosaic", .minimum = 0.01, .maximum = 10},
+    {.name = "mixup_scale", .type = T::real_pair, .default_value = "(0.5,1.5)", .group = "augmentation",
+     .help = "scale jitter of the mixup partner", .minimum = 0.01, .maximum = 10},
+    {.name = "copy_paste", .type = T::real, .default_value = "0.0", .group = "augmentation",
+     .help = "probability of copy-paste (needs segments; YOLOv9)", .minimum = 0, .maximum = 1},
+    {.name = "rot90", .type = T::real, .default_value = "0.0", .group = "augmentation",
+     .help = "probability of a random 90-degree rotation (YOLOv9)", .minimum = 0, .maximum = 1},
+    {.name = "no_aug_epochs", .type = T::integer, .default_value = "15", .group = "augmentation",
+     .help = "last N epochs run without mosaic/mixup (YOLOX also turns its L1 loss on)", .minimum = 0,
+     .maximum = 1e6},
+    {.name = "max_labels", .type = T::integer, .default_value = "300", .group = "augmentation",
+     .help = "most boxes kept per training image", .minimum = 1, .maximum = 100000},
+
+    // --- loss
+    {.name = "box", .type = T::real, .default_value = "7.5", .group = "loss",
+     .help = "box (CIoU) loss gain (YOLOv9)", .minimum = 0, .maximum = 1000},
+    {.name = "cls", .type = T::real, .default_value = "0.5", .group = "loss",
+     .help = "classification (BCE) loss gain (YOLOv9)", .minimum = 0, .maximum = 1000},
+    {.name = "dfl", .type = T::real, .default_value = "1.5", .group = "loss",
+     .help = "distribution focal loss gain (YOLOv9)", .minimum = 0, .maximum = 1000},
+    {.name = "aux_weight", .type = T::real, .default_value = "0.25", .group = "loss",
+     .help = "weight of the auxiliary (PGI) head loss (YOLOv9)", .minimum = 0, .maximum = 1000},
+
+    // --- EMA
+    {.name = "ema", .type = T::boolean, .default_value = "true", .group = "ema",
+     .help = "keep an exponential moving average of the weights (validated and saved)"},
+    {.name = "ema_decay", .type = T::real, .default_value = "0.9998", .group = "ema",
+     .help = "EMA decay d in d*(1-exp(-updates/tau))", .minimum = 0, .maximum = 1},
+    {.name = "ema_tau", .type = T::real, .default_value = "2000", .group = "ema",
+     .help = "EMA ramp tau in updates (<= 0: constant decay)", .minimum = -unbounded, .maximum = unbounded},
+
+    // --- validation
+    {.name = "val", .type = T::boolean, .default_value = "true", .group = "validation",
+     .help = "validate during training (false sets eval_interval=0)"},
+    {.name = "eval_interval", .type = T::integer, .default_value = "10", .group = "validation",
+     .help = "validate every N epochs (0 = never)", .minimum = 0, .maximum = 1e6},
+    {.name = "max_det", .type = T::integer, .default_value = "300", .group = "validation",
+     .help = "most detections per image after NMS", .commands = run_model, .minimum = 1, .maximum = 100000},
+    {.name = "eval_max_det", .type = T::integer, .default_value = "none", .group = "validation",
+     .help = "COCO maxDets for the metric (none = 1/10/100)", .commands = train_val, .minimum = 1,
+     .maximum = 100000, .nullable = true},
+    {.name = "faster_coco_eval", .type = T::boolean, .default_value = "true", .group = "validation",
+     .help = "accepted for LibreYOLO compatibility; the built-in COCO evaluator is always used",
+     .commands = train_val},
+    {.name = "save_plots", .type = T::boolean, .default_value = "false", .group = "validation",
+     .help = "write PR curves and the confusion matrix after the final validation", .commands = train_val},
+    {.name = "plot_samples", .type = T::integer, .default_value = "8", .group = "validation",
+     .help = "number of sample images drawn with save_plots", .commands = train_val, .minimum = 0, .maximum = 1000},
+    {.name = "val_loss", .type = T::boolean, .default_value = "false", .group = "validation",
+     .help = "also compute the loss on the validation set"},
+    {.name = "best_metric", .type = T::text, .default_value = "metrics/mAP50-95", .group = "validation",
+     .help = "metric that selects best.pt and drives patience"},
+    {.name = "patience", .type = T::integer, .default_value = "50", .group = "validation",
+     .help = "stop after N epochs without a better best_metric (0 = never)", .minimum = 0, .maximum = 1e6},
+    {.name = "conf", .type = T::real, .default_value = "none", .group = "validation",
+     .help = "confidence threshold (none = 0.001 for val, 0.25 for predict)",
+     .commands = command_val | command_predict, .minimum = 0, .maximum = 1, .nullable = true},
+    {.name = "iou", .type = T::real, .default_value = "none", .group = "validation",
+     .help = "NMS IoU threshold (none = 0.65 in training, 0.6 for val, 0.45 for predict)",
+     .commands = command_val | command_predict, .minimum = 0, .maximum = 1, .nullable = true},
+    {.name = "split", .type = T::choice, .default_value = "val", .group = "validation",
+     .help = "dataset split to validate", .commands = command_val, .choices = "val test train"},
+    {.name = "save_json", .type = T::boolean, .default_value = "false", .group = "validation",
+     .help = "write COCO-format predictions.json", .commands = command_val},
+
+    // --- predict
+    {.name = "source", .type = T::text, .default_value = "", .group = "predict",
+     .help = "image file or folder to run on", .commands = command_predict},
+    {.name = "save_txt", .type = T::boolean, .default_value = "true", .group = "predict",
+     .help = "write YOLO-format txt results", .commands = command_predict},
+
+    // --- output
+    {.name = "project", .type = T::text, .default_value = "runs/train", .group = "output",
+     .help = "parent folder of the run (val and predict default to runs/val, runs/predict)", .commands = run_model},
+    {.name = "name", .type = T::text, .default_value = "exp", .group = "output",
+     .help = "run folder name; taken names get 2, 3, ... appended", .commands = run_model},
+    {.name = "exist_ok", .type = T::boolean, .default_value = "false", .group = "output",
+     .help = "reuse project/name if it exists instead of incrementing", .commands = run_model},
+    {.name = "save_period", .type = T::integer, .default_value = "10", .group = "output",
+     .help = "write weights/epoch_N.pt every N epochs (<= 0 = never)", .minimum = -1, .maximum = 1e6},
+    {.name = "log_interval", .type = T::integer, .default_value = "10", .group = "output",
+     .help = "iterations between log lines when stderr is not a terminal", .minimum = 1, .maximum = 1e6},
+
+    // --- profiler
+    {.name = "profile", .type = T::boolean, .default_value = "false", .group = "profiler",
+     .help = "profile a window of training steps and write profile artifacts", .commands = train},
+    {.name = "profile_then_stop", .type = T::boolean, .default_value = "false", .group = "profiler",
+     .help = "stop training right after the profile window", .commands = train},
+    {.name = "profile_warmup", .type = T::integer, .default_value = "5", .group = "profiler",
+     .help = "steps dropped before the measured window", .commands = train_profile, .minimum = 0, .maximum = 1e6},
+    {.name = "profile_steps", .type = T::integer, .default_value = "20", .group = "profiler",
+     .help = "measured steps (at least 2)", .commands = train_profile, .minimum = 2, .maximum = 1e6},
+    {.name = "profile_trace", .type = T::boolean, .default_value = "true", .group = "profiler",
+     .help = "collect operator/kernel traces and write profile_trace.json and timeline.html",
+     .commands = train_profile},
+    {.name = "profile_open", .type = T::boolean, .default_value = "true", .group = "profiler",
+     .help = "open timeline.html in a browser when a display is available", .commands = train_profile},
+
+    // --- agent / output format
+    {.name = "json", .type = T::boolean, .default_value = "false", .group = "agent",
+     .help = "print the final result object as JSON on stdout", .commands = command_all},
+    {.name = "quiet", .type = T::boolean, .default_value = "false", .group = "agent",
+     .help = "print only warnings and errors", .commands = command_all},
+    {.name = "dry_run", .type = T::boolean, .default_value = "false", .group = "agent",
+     .help = "print the resolved configuration and stop before loading data", .commands = run_model},
+});
+
+constexpr auto kFamilyOverrides = std::to_array<FamilyOverride>({
+    {"yolox", "sync_bn", "true"},
+    {"yolox", "momentum", "0.9"},
+    {"yolox", "scheduler", "yoloxwarmcos"},
+    {"yolox", "warmup_epochs", "5"},
+    {"yolox", "warmup_lr_start", "0.0"},
+    {"yolox", "no_aug_epochs", "15"},
+    {"yolox", "min_lr_ratio", "0.05"},
+    {"yolox", "degrees", "10.0"},
+    {"yolox", "shear", "2.0"},
+    {"yolox", "mosaic_scale", "(0.1,2.0)"},
+    {"yolox", "mixup", "1.0"},
+    {"yolox", "ema_decay", "0.9998"},
+    {"yolox", "name", "exp"},
+    // YOLOX-nano/-tiny recipes: 416 input, milder scale jitter, no mixup (nano: mosaic 0.5).
+    {"yolox-n", "imgsz", "416"},
+    {"yolox-n", "mosaic_scale", "(0.5,1.5)"},
+    {"yolox-n", "mixup", "0.0"},
+    {"yolox-n", "mosaic", "0.5"},
+    {"yolox-t", "imgsz", "416"},
+    {"yolox-t", "mosaic_scale", "(0.5,1.5)"},
+    {"yolox-t", "mixup", "0.0"},
+
+    {"yolo9", "sync_bn", "true"},
+    {"yolo9", "momentum", "0.937"},
+    {"yolo9", "scheduler", "linear"},
+    {"yolo9", "warmup_epochs", "3"},
+    {"yolo9", "warmup_lr_start", "0.0001"},
+    {"yolo9", "warmup_momentum", "0.8"},
+    {"yolo9", "no_aug_epochs", "15"},
+    {"yolo9", "min_lr_ratio", "0.01"},
+    {"yolo9", "degrees", "0.0"},
+    {"yolo9", "shear", "0.0"},
+    {"yolo9", "mosaic_scale", "(0.5,1.5)"},
+    {"yolo9", "mixup", "0.0"},
+    {"yolo9", "ema_decay", "0.9999"},
+    {"yolo9", "name", "yolo9_exp"},
+    {"yolo9", "workers", "8"},
+    {"yolo9", "max_labels", "300"},
+    {"yolo9", "aux_weight", "0.25"},
+    {"yolo9", "copy_paste", "0.0"},
+    {"yolo9", "rot90", "0.0"},
+});
+
+constexpr auto kAliases = std::to_array<Alias>({
+    {"lrf", "min_lr_ratio"},
+    {"close_mosaic", "no_aug_epochs"},
+    {"fliplr", "flip_prob"},
+    {"hsv_h", "hsv_hue"},
+    {"hsv_s", "hsv_saturation"},
+    {"hsv_v", "hsv_value"},
+    {"mosaic_prob", "mosaic"},
+    {"mixup_prob", "mixup"},
+    {"plots", "save_plots"},
+    {"scale", "mosaic_scale", AliasKind::symmetric_range},
+    {"cos_lr", "scheduler", AliasKind::bool_to_choice, "cos"},
+});
+
+}  // namespace
+
+std::span<const OptionSpec> option_table() { return kOptions; }
+std::span<const FamilyOverride> family_overrides() { return kFamilyOverrides; }
+std::span<const Alias> aliases() { return kAliases; }
+
+const OptionSpec* find_option(std::string_view name) {
+  for (const auto& spec : kOptions) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+const Alias* find_alias(std::string_view name) {
+  for (const auto& alias : kAliases) {
+    if (alias.alias == name) return &alias;
+  }
+  return nullptr;
+}
+
+std::string_view command_name(Command command) {
+  switch (command) {
+    case command_train: return "train";
+    case command_val: return "val";
+    case command_predict: return "predict";
+    case command_profile: return "profile";
+  }
+  return "?";
+}
+
+std::string_view type_name(ValueType type) {
+  switch (type) {
+    case ValueType::boolean: return "bool";
+    case ValueType::integer: return "int";
+    case ValueType::real: return "float";
+    case ValueType::text: return "str";
+    case ValueType::choice: return "choice";
+    case ValueType::real_pair: return "(float,float)";
+    case ValueType::image_size: return "int|HxW";
+    case ValueType::flag_or_path: return "bool|path";
+  }
+  return "?";
+}
+
+}  // namespace libreyolo::config

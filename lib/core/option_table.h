@@ -1,0 +1,77 @@
+// The one declarative table of every key the commands accept: type, default, range, help and
+// which subcommands take it. Parsing, `libreyolo cfg`, `--help`, the man page check and the
+// "did you mean" suggestions all read this table; nothing else defines a key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace libreyolo::config {
+
+enum class ValueType {
+  boolean,       // true/false, 1/0, yes/no; a bare key means true
+  integer,
+  real,
+  text,
+  choice,        // one of `choices`, after lower-casing and `synonyms`
+  real_pair,     // (0.1,2.0) or [0.1, 2.0] or 0.1,2.0
+  image_size,    // 640 or 480x640 (height x width)
+  flag_or_path,  // true/false or a path (resume=)
+};
+
+// Subcommands, as bits so one key can belong to several.
+enum Command : unsigned {
+  command_train = 1u << 0,
+  command_val = 1u << 1,
+  command_predict = 1u << 2,
+  command_profile = 1u << 3,
+};
+inline constexpr unsigned command_all = command_train | command_val | command_predict | command_profile;
+
+struct OptionSpec {
+  std::string_view name;
+  ValueType type;
+  std::string_view default_value;  // in the same syntax a user types; "none" = unset
+  std::string_view group;
+  std::string_view help;
+  unsigned commands = command_train;
+  std::optional<double> minimum = std::nullopt;
+  std::optional<double> maximum = std::nullopt;
+  std::string_view choices = {};   // space separated
+  std::string_view synonyms = {};  // space separated `alias=choice`
+  bool nullable = false;           // accepts `none`
+};
+
+// A family (or family-size) default that replaces the table default unless the user gave the key.
+struct FamilyOverride {
+  std::string_view scope;  // "yolo9", "yolox", or "yolox-n" for one size
+  std::string_view key;
+  std::string_view value;
+};
+
+enum class AliasKind {
+  rename,            // same value, our name
+  symmetric_range,   // scale=s  ->  mosaic_scale=(1-s,1+s)
+  bool_to_choice,    // cos_lr=true -> scheduler=cos (false: keep the scheduler)
+};
+
+// Ultralytics spellings accepted for LibreYOLO keys.
+struct Alias {
+  std::string_view alias;
+  std::string_view key;
+  AliasKind kind = AliasKind::rename;
+  std::string_view value_when_true = {};  // for bool_to_choice
+};
+
+std::span<const OptionSpec> option_table();
+std::span<const FamilyOverride> family_overrides();
+std::span<const Alias> aliases();
+
+const OptionSpec* find_option(std::string_view name);
+const Alias* find_alias(std::string_view name);
+std::string_view command_name(Command command);
+std::string_view type_name(ValueType type);
+
+}  // namespace libreyolo::config

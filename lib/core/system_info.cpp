@@ -1,0 +1,85 @@
+#include "core/system_info.h"
+
+#include "build_config.h"
+#include "git_revision.h"
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <opencv2/core/version.hpp>
+#include <torch/version.h>
+
+#include <thread>
+
+namespace libreyolo {
+
+SystemInfo collect_system_info() {
+  SystemInfo info;
+  info.libreyolo_version = LIBREYOLO_VERSION;
+  info.git_revision = LIBREYOLO_GIT_REVISION;
+  info.torch_version = TORCH_VERSION;
+  info.opencv_version = CV_VERSION;
+  info.cpu_threads = static_cast<int>(std::thread::hardware_concurrency());
+  info.torch_threads = at::get_num_threads();
+  info.cupti_compiled = LIBREYOLO_HAVE_CUPTI;
+  info.cuda = cuda::query_cuda_info();
+  return info;
+}
+
+std::string format_system_info(const SystemInfo& info) {
+  const auto or_none = [](const std::string& text) { return text.empty() ? std::string("not available") : text; };
+  std::string text;
+  text += fmt::format("libreyolo   {} (git {})\n", info.libreyolo_version, info.git_revision);
+  text += fmt::format("LibTorch    {}\n", info.torch_version);
+  if (info.cuda.compiled) {
+    text += fmt::format("CUDA        {} (runtime LibTorch was built with)\n", info.cuda.runtime_version);
+    text += fmt::format("cuDNN       {}\n", or_none(info.cuda.cudnn_version));
+    text += fmt::format("NCCL        {}\n", or_none(info.cuda.nccl_version));
+  } else {
+    text += "CUDA        not compiled in (CPU-only LibTorch)\n";
+  }
+  text += fmt::format("CUPTI       {}\n", info.cupti_compiled ? fmt::format("compiled in (API {})", or_none(info.cuda.cupti_version))
+                                                              : std::string("not compiled in"));
+  if (info.cuda.devices.empty()) {
+    text += fmt::format("GPUs        0 ({})\n", info.cuda.device_error);
+  } else {
+    text += fmt::format("GPUs        {}\n", info.cuda.devices.size());
+    for (const auto& device : info.cuda.devices) {
+      text += fmt::format("  cuda:{}    {} ({:.1f} GiB, sm_{}{})\n", device.index, device.name,
+                          static_cast<double>(device.total_memory_bytes) / (1u << 30), device.compute_major,
+                          device.compute_minor);
+    }
+  }
+  text += fmt::format("CPU threads {} (LibTorch uses {})\n", info.cpu_threads, info.torch_threads);
+  text += fmt::format("OpenCV      {}\n", info.opencv_version);
+  return text;
+}
+
+nlohmann::json system_info_json(const SystemInfo& info) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& device : info.cuda.devices) {
+    devices.push_back({{"index", device.index},
+                       {"name", device.name},
+                       {"total_memory_bytes", device.total_memory_bytes},
+                       {"compute_capability", fmt::format("{}.{}", device.compute_major, device.compute_minor)}});
+  }
+  return {
+      {"libreyolo_version", info.libreyolo_version},
+      {"git_revision", info.git_revision},
+      {"torch_version", info.torch_version},
+      {"cuda_compiled", info.cuda.compiled},
+      {"cuda_version", info.cuda.runtime_version},
+      {"cudnn_version", info.cuda.cudnn_version},
+      {"nccl_version", info.cuda.nccl_version},
+      {"cupti_compiled", info.cupti_compiled},
+      {"cupti_version", info.cuda.cupti_version},
+      {"gpu_count", info.cuda.devices.size()},
+      {"gpus", devices},
+      {"gpu_note", info.cuda.device_error},
+      {"cpu_threads", info.cpu_threads},
+      {"torch_threads", info.torch_threads},
+      {"opencv_version", info.opencv_version},
+  };
+}
+
+}  // namespace libreyolo

@@ -1,0 +1,32 @@
+// What the CUDA side of this build has and what devices the machine shows. The CUDA build
+// implements this in cuda_info.cpp; a CPU-only LibTorch build gets cuda_info_cpu.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace libreyolo::cuda {
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  std::uint64_t total_memory_bytes = 0;
+  int compute_major = 0;
+  int compute_minor = 0;
+};
+
+struct CudaInfo {
+  bool compiled = false;              // the binary links libtorch_cuda
+  std::string runtime_version;        // CUDA runtime LibTorch was built with, e.g. "13.0"
+  std::string cudnn_version;          // e.g. "9.19.0"; empty if unavailable
+  std::string nccl_version;           // e.g. "2.28.9"; empty if unavailable
+  std::string cupti_version;          // CUPTI API version; empty when CUPTI is not compiled in
+  std::vector<DeviceInfo> devices;    // empty: no CUDA device
+  std::string device_error;           // why no device could be queried, if that failed
+};
+
+CudaInfo query_cuda_info();
+
+}  // namespace libreyolo::cuda

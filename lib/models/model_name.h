@@ -1,0 +1,21 @@
+// Model names users type: `yolo9-t`, `yolox-s`, LibreYOLO weight names (`LibreYOLO9t.pt`,
+// `LibreYOLOXs.pt`) and checkpoint paths. Tells family and size without loading anything.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace libreyolo::models {
+
+struct ModelName {
+  std::string family;  // "yolo9" or "yolox"; empty for a checkpoint whose name does not say
+  std::string size;    // "t", "s", ...; empty when family is empty
+  bool is_file = false;  // a weights file (.pt / .safetensors) rather than a from-scratch build
+  std::string weights_name() const;  // LibreYOLO's file name for family+size, e.g. LibreYOLO9t.pt
+};
+
+// Throws ModelError for a name that is neither a known family-size nor a weights file.
+ModelName parse_model_name(std::string_view name);
+
+}  // namespace libreyolo::models

@@ -1,0 +1,1 @@
+#include "catch.h"

@@ -1,0 +1,16 @@
+// The subcommands of the `libreyolo` binary; main.cpp only dispatches to these.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace libreyolo::cli {
+
+using Arguments = std::vector<std::string>;
+
+int run_checks(const Arguments& arguments);   // checks / version
+int run_cfg(const Arguments& arguments);      // print the resolved option table
+int run_train(const Arguments& arguments);
+int run_man_options(const Arguments& arguments);  // troff OPTIONS section, for maintainers
+
+}  // namespace libreyolo::cli

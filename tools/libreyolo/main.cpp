@@ -1,0 +1,63 @@
+// libreyolo: one binary, many subcommands. This file only dispatches.
+#include "commands.h"
+#include "core/error.h"
+
+#include <fmt/core.h>
+
+#include <array>
+#include <exception>
+#include <string_view>
+
+namespace {
+
+using Handler = int (*)(const libreyolo::cli::Arguments&);
+
+struct Subcommand {
+  std::string_view name;
+  Handler handler;
+  std::string_view summary;
+};
+
+constexpr std::array<Subcommand, 5> kSubcommands{{
+    {"train", libreyolo::cli::run_train, "train a detector: libreyolo train model=yolo9-t data=coco8 epochs=10"},
+    {"cfg", libreyolo::cli::run_cfg, "print every key with its resolved value: libreyolo cfg model=yolo9-s"},
+    {"checks", libreyolo::cli::run_checks, "versions, CUDA stack, GPUs and CPU threads of this build"},
+    {"version", libreyolo::cli::run_checks, "same as checks"},
+    {"man-options", libreyolo::cli::run_man_options, "(maintainers) troff OPTIONS section for a command"},
+}};
+
+void print_usage() {
+  fmt::print("usage: libreyolo <command> [key=value ...]\n\ncommands:\n");
+  for (const auto& command : kSubcommands) fmt::print("  {:<12} {}\n", command.name, command.summary);
+  fmt::print("\n'libreyolo <command> --help' lists a command's keys.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  libreyolo::cli::Arguments arguments(argv + 1, argv + argc);
+  // LibreYOLO and Ultralytics accept a leading task word: `libreyolo detect train ...`.
+  if (!arguments.empty() && arguments.front() == "detect") arguments.erase(arguments.begin());
+  if (arguments.empty() || arguments.front() == "help" || arguments.front() == "--help" || arguments.front() == "-h") {
+    print_usage();
+    return arguments.empty() ? 2 : 0;
+  }
+  if (arguments.front() == "--version") arguments.front() = "version";
+
+  const std::string name = arguments.front();
+  arguments.erase(arguments.begin());
+  for (const auto& command : kSubcommands) {
+    if (command.name != name) continue;
+    try {
+      return command.handler(arguments);
+    } catch (...) {
+      return libreyolo::report_error(std::current_exception());
+    }
+  }
+  fmt::print(stderr, "libreyolo: error: unknown command '{}'. Commands: ", name);
+  for (std::size_t i = 0; i < kSubcommands.size(); ++i) {
+    fmt::print(stderr, "{}{}", i ? ", " : "", kSubcommands[i].name);
+  }
+  fmt::print(stderr, ". See 'libreyolo --help'.\n");
+  return static_cast<int>(libreyolo::ExitCode::usage);
+}
