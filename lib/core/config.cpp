@@ -260,7 +260,6 @@ void Config::apply_family_defaults() {
   size_ = name.size;
   if (family_.empty()) return;
   const std::string sized = fmt::format("{}-{}", family_, size_);
-  std::size_t applied = 0;
   for (const auto& scope : {std::string_view(family_), std::string_view(sized)}) {
     for (const auto& entry : family_overrides()) {
       if (entry.scope != scope) continue;
@@ -268,10 +267,8 @@ void Config::apply_family_defaults() {
       if (sources_[index] == Source::cfg_file || sources_[index] == Source::command_line) continue;
       values_[index] = parse_value(option_table()[index], entry.value);
       sources_[index] = Source::family_default;
-      ++applied;
     }
   }
-  notes_.push_back(fmt::format("{} defaults applied to {} keys not set by the user", sized, applied));
 }
 
 std::size_t Config::index_of(std::string_view key) const {
@@ -317,6 +314,7 @@ std::string Config::to_yaml() const {
   out << YAML::BeginMap;
   const auto table = option_table();
   for (std::size_t i = 0; i < table.size(); ++i) {
+    if (!(table[i].commands & command_)) continue;
     out << YAML::Key << std::string(table[i].name) << YAML::Value;
     const Value& value = values_[i];
     if (std::holds_alternative<std::monostate>(value)) {

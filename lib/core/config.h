@@ -46,11 +46,11 @@ class Config {
   const std::string& family() const { return family_; }
   const std::string& size() const { return size_; }
 
-  // One line per alias used and per family applied, for the log.
+  // One line per Ultralytics alias used, for the log.
   const std::vector<std::string>& notes() const { return notes_; }
 
-  // Every key with its resolved value (tuples as lists), ready for train_config.yaml; the
-  // file loads back with cfg=.
+  // Every key of the command with its resolved value (tuples as lists), ready for
+  // train_config.yaml; the file loads back with cfg=.
   std::string to_yaml() const;
 
  private:

@@ -1,1 +1,37 @@
-exit 0
+# Each error class exits with its code and prints exactly one line on stderr.
+. "$(dirname "$0")/lib.sh"
+
+expect_exit 2 train data=coco8 epoch=3
+expect_in "$WORK/err" "Similar keys: epochs=300"
+expect_lines "$WORK/err" 1
+
+expect_exit 2 train data=coco8 epochs=1.5
+expect_in "$WORK/err" "'epochs=1.5'"
+expect_lines "$WORK/err" 1
+
+expect_exit 2 train data=coco8 lr0=3
+expect_in "$WORK/err" "out of range"
+
+expect_exit 2 train data=coco8 amp_dtype=int8
+expect_in "$WORK/err" "float16, bfloat16"
+
+expect_exit 2 train model=yolo9-t
+expect_in "$WORK/err" "data= is required"
+
+expect_exit 2 nosuchcommand
+expect_in "$WORK/err" "unknown command"
+
+expect_exit 3 train model=yolo9-t data=missing_dataset.yaml
+expect_in "$WORK/err" "missing_dataset.yaml"
+expect_lines "$WORK/err" 1
+
+expect_exit 4 train model=yolov5s data=coco8
+expect_in "$WORK/err" "not a known model"
+expect_lines "$WORK/err" 1
+
+# runtime: the project folder cannot be created (a file is in the way)
+touch blocked
+expect_exit 1 train model=yolo9-t data=coco8 project=blocked/runs quiet=true
+expect_in "$WORK/err" "blocked/runs"
+expect_lines "$WORK/err" 1
+finish

@@ -1,1 +1,30 @@
-exit 0
+# `train --help` and `cfg` are generated from the option table.
+. "$(dirname "$0")/lib.sh"
+
+expect_exit 0 train --help
+expect_in "$WORK/out" "epochs=300"
+expect_in "$WORK/out" "amp_dtype=float16"
+expect_in "$WORK/out" "Ultralytics spelling: lrf"
+expect_in "$WORK/out" "mosaic_scale=(0.1,2.0)"
+
+expect_exit 0 --help
+expect_in "$WORK/out" "train"
+
+expect_exit 0 cfg model=yolox-n lrf=0.1
+expect_in "$WORK/out" "imgsz                    416                  family"
+expect_in "$WORK/out" "min_lr_ratio             0.1                  cli"
+expect_in "$WORK/out" "'lrf' is Ultralytics' name"
+
+expect_exit 0 cfg val
+expect_in "$WORK/out" "runs/val"
+
+# dry_run prints the resolved YAML on stdout and writes nothing
+expect_exit 0 train model=yolo9-t data=coco8 dry_run=true project=dry
+expect_in "$WORK/out" "scheduler: \"linear\""
+[ -e dry ] && fail "dry_run created the project folder"
+
+# key=value and --key value give the same configuration; leading `detect` is accepted
+"$LIBREYOLO" cfg epochs=5 imgsz=320 amp=false >a.txt 2>/dev/null
+"$LIBREYOLO" detect cfg --epochs 5 --imgsz 320 --no-amp >b.txt 2>/dev/null
+cmp -s a.txt b.txt || fail "key=value and --key value resolved differently"
+finish

@@ -19,7 +19,8 @@ int run_checks(const Arguments& arguments) {
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    const int code = app.exit(error);  // prints --help, or the parse error
+    return code == 0 ? 0 : 2;
   }
 
   const SystemInfo info = collect_system_info();

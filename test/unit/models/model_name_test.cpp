@@ -1,1 +1,38 @@
 #include "catch.h"
+#include "core/error.h"
+#include "models/model_name.h"
+
+using namespace libreyolo;
+using namespace libreyolo::models;
+
+TEST_CASE("family-size names and LibreYOLO weight names", "[model_name]") {
+  const auto yolo9 = parse_model_name("yolo9-t");
+  CHECK(yolo9.family == "yolo9");
+  CHECK(yolo9.size == "t");
+  CHECK_FALSE(yolo9.is_file);
+  CHECK(yolo9.weights_name() == "LibreYOLO9t.pt");
+  CHECK(parse_model_name("YOLOX-s").weights_name() == "LibreYOLOXs.pt");
+  CHECK(parse_model_name("yoloxn").size == "n");
+
+  const auto file = parse_model_name("weights/LibreYOLOXm.pt");
+  CHECK(file.is_file);
+  CHECK(file.family == "yolox");
+  CHECK(file.size == "m");
+
+  const auto checkpoint = parse_model_name("runs/train/exp/weights/best.pt");
+  CHECK(checkpoint.is_file);
+  CHECK(checkpoint.family.empty());
+  CHECK(parse_model_name("x.safetensors").is_file);
+}
+
+TEST_CASE("unknown names and sizes are model errors (exit 4)", "[model_name]") {
+  CHECK_THROWS_AS(parse_model_name("yolo9-x"), ModelError);
+  CHECK_THROWS_AS(parse_model_name("yolov8n"), ModelError);
+  CHECK_THROWS_AS(parse_model_name(""), ModelError);
+  try {
+    parse_model_name("yolo5s");
+  } catch (const ModelError& error) {
+    CHECK(static_cast<int>(error.exit_code()) == 4);
+    CHECK(std::string(error.what()).find("yolo9-t/s/m/c") != std::string::npos);
+  }
+}

@@ -1,0 +1,31 @@
+# Shared helpers for the CLI tests (POSIX sh). $LIBREYOLO is the built binary.
+set -u
+: "${LIBREYOLO:?set LIBREYOLO to the built binary}"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/libreyolo_cli.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 99
+FAILED=0
+
+fail() { echo "FAIL: $*"; FAILED=1; }
+
+# expect_exit CODE ARGS... : run libreyolo, keep stdout/stderr in $WORK/out, $WORK/err
+expect_exit() {
+  want=$1; shift
+  "$LIBREYOLO" "$@" >"$WORK/out" 2>"$WORK/err"
+  got=$?
+  [ "$got" -eq "$want" ] || { fail "libreyolo $* exited $got, expected $want"; sed 's/^/  stderr: /' "$WORK/err"; }
+}
+
+expect_in() {  # expect_in FILE TEXT
+  grep -qF -- "$2" "$1" || { fail "expected '$2' in $(basename "$1")"; sed 's/^/  | /' "$1" | head -20; }
+}
+
+expect_lines() {  # expect_lines FILE N
+  n=$(wc -l <"$1")
+  [ "$n" -eq "$2" ] || { fail "expected $2 line(s) in $(basename "$1"), got $n"; sed 's/^/  | /' "$1"; }
+}
+
+finish() {
+  [ "$FAILED" -eq 0 ] && echo "ok" || echo "some checks failed"
+  exit "$FAILED"
+}
