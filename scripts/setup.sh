@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for libreyolo and builds it:
+#   Debian packages -> a shared venv with pip torch==2.11.0 (CUDA 13.0 build) -> meson + ccache -> ninja.
+# Idempotent: every step checks first, so a second run only rebuilds what changed.
+#
+#   scripts/setup.sh                       # default: venv LibTorch, build dir ./build
+#   scripts/setup.sh -Dlibtorch=/opt/libtorch   # use an existing LibTorch tree, no pip torch
+#
+# Environment: LIBREYOLO_VENV (default ~/.local/share/libreyolo/venv, shared by every clone on
+# the machine, CI's too), LIBREYOLO_BUILD (default <checkout>/build).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${LIBREYOLO_VENV:-$HOME/.local/share/libreyolo/venv}
+build=${LIBREYOLO_BUILD:-$root/build}
+torch_version=2.11.0
+meson_args=("$@")
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+packages=(
+  build-essential pkg-config git meson ninja-build ccache
+  libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libfmt-dev catch2
+  libopencv-core-dev libopencv-imgproc-dev libturbojpeg0-dev libjpeg62-turbo-dev
+)
+have_python_venv() { command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null; }
+have_python_venv || packages+=(python3 python3-venv)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+uses_own_libtorch=false
+for argument in "${meson_args[@]+"${meson_args[@]}"}"; do
+  case $argument in -Dlibtorch=*) uses_own_libtorch=true ;; esac
+done
+if ! $uses_own_libtorch; then
+  if ! "$venv/bin/python3" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null; then
+    log "creating $venv with torch==$torch_version (CUDA 13.0 build, ~3 GB)"
+    [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
+    "$venv/bin/python3" -m pip install -q --upgrade pip
+    "$venv/bin/python3" -m pip install -q "torch==$torch_version" numpy
+  fi
+fi
+
+# ccache: release builds carry no debug paths and Meson passes sources relative to the build
+# dir, so a clone in another folder hits the same cache entries. The PCH needs the sloppiness.
+ccache --set-config=sloppiness=pch_defines,time_macros,include_file_mtime,include_file_ctime
+ccache --set-config=max_size=8G
+ccache --set-config=hash_dir=false
+
+if [ ! -f "$build/build.ninja" ]; then
+  log "configuring $build"
+  meson setup "$build" "$root" "${meson_args[@]+"${meson_args[@]}"}" >/dev/null
+elif ((${#meson_args[@]})); then
+  meson configure "$build" "${meson_args[@]}" >/dev/null
+fi
+log "building"
+ninja -C "$build" >&2
+log "ready: $build/tools/libreyolo/libreyolo"
