@@ -1,7 +1,7 @@
 #include "core/system_info.h"
 
 #include "build_config.h"
-#include "git_revision.h"
+#include "core/version.h"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -16,7 +16,7 @@ namespace libreyolo {
 SystemInfo collect_system_info() {
   SystemInfo info;
   info.libreyolo_version = LIBREYOLO_VERSION;
-  info.git_revision = LIBREYOLO_GIT_REVISION;
+  info.git_revision = git_revision();
   info.torch_version = TORCH_VERSION;
   info.opencv_version = CV_VERSION;
   info.cpu_threads = static_cast<int>(std::thread::hardware_concurrency());
