@@ -109,33 +109,14 @@ std::string yaml_to_text(const YAML::Node& node, const std::string& key, const s
   throw UsageError(fmt::format("cfg file '{}': key '{}' must be a single value or a list, not a mapping", path, key));
 }
 
-}  // namespace
+struct Token {
+  std::string key;
+  std::string text;
+};
 
-std::string_view source_name(Source source) {
-  switch (source) {
-    case Source::table_default: return "default";
-    case Source::family_default: return "family";
-    case Source::command_default: return "command";
-    case Source::cfg_file: return "cfg";
-    case Source::command_line: return "cli";
-  }
-  return "?";
-}
-
-Config::Config(Command command) : command_(command) {
-  const auto table = option_table();
-  values_.reserve(table.size());
-  sources_.assign(table.size(), Source::table_default);
-  for (const auto& spec : table) values_.push_back(parse_value(spec, spec.default_value));
-  if (command == command_val) set("project", "runs/val", Source::command_default);
-  if (command == command_predict) set("project", "runs/predict", Source::command_default);
-}
-
-Config Config::from_arguments(Command command, std::span<const std::string> arguments) {
-  struct Token {
-    std::string key;
-    std::string text;
-  };
+// Splits the command line into key/value pairs: `key=value`, `--key=value`, `--key value`,
+// bare bool keys, `--key` / `--key false` for bools and `--no-key`.
+std::vector<Token> tokenize(Command command, std::span<const std::string> arguments) {
   std::vector<Token> tokens;
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     std::string_view argument = arguments[i];
@@ -190,7 +171,33 @@ Config Config::from_arguments(Command command, std::span<const std::string> argu
     }
     fail_unknown_key(command, key, "");
   }
+  return tokens;
+}
 
+}  // namespace
+
+std::string_view source_name(Source source) {
+  switch (source) {
+    case Source::table_default: return "default";
+    case Source::family_default: return "family";
+    case Source::command_default: return "command";
+    case Source::cfg_file: return "cfg";
+    case Source::command_line: return "cli";
+  }
+  return "?";
+}
+
+Config::Config(Command command) : command_(command) {
+  const auto table = option_table();
+  values_.reserve(table.size());
+  sources_.assign(table.size(), Source::table_default);
+  for (const auto& spec : table) values_.push_back(parse_value(spec, spec.default_value));
+  if (command == command_val) set("project", "runs/val", Source::command_default);
+  if (command == command_predict) set("project", "runs/predict", Source::command_default);
+}
+
+Config Config::from_arguments(Command command, std::span<const std::string> arguments) {
+  const std::vector<Token> tokens = tokenize(command, arguments);
   Config config(command);
   // cfg= first, wherever it stands, so the command line overrides the file.
   for (const auto& token : tokens) {

@@ -36,7 +36,7 @@ std::string format_system_info(const SystemInfo& info) {
     text += fmt::format("cuDNN       {}\n", or_none(info.cuda.cudnn_version));
     text += fmt::format("NCCL        {}\n", or_none(info.cuda.nccl_version));
   } else {
-    text += "CUDA        not compiled in (CPU-only LibTorch)\n";
+    text += "CUDA        not compiled in (built with -Dcuda=disabled or a CPU-only LibTorch)\n";
   }
   text += fmt::format("CUPTI       {}\n", info.cupti_compiled ? fmt::format("compiled in (API {})", or_none(info.cuda.cupti_version))
                                                               : std::string("not compiled in"));

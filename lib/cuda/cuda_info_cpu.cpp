@@ -1,11 +1,11 @@
-// CPU-only LibTorch: nothing CUDA is linked, so there is nothing to ask.
+// Build without CUDA (-Dcuda=disabled or a CPU-only LibTorch): nothing CUDA is linked.
 #include "cuda/cuda_info.h"
 
 namespace libreyolo::cuda {
 
 CudaInfo query_cuda_info() {
   CudaInfo info;
-  info.device_error = "this build has no CUDA (LibTorch without libtorch_cuda)";
+  info.device_error = "this build has no CUDA";
   return info;
 }
 
