@@ -22,7 +22,7 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
      .commands = run_model},
     {.name = "data", .type = T::text, .default_value = "", .group = "model/data",
      .help = "dataset YAML path or built-in name (coco8, coco128, coco); required for train and val",
-     .commands = train_val | command_profile},
+     .commands = train_val | command_profile | command_data},
     {.name = "task", .type = T::choice, .default_value = "detect", .group = "model/data",
      .help = "task of the model", .commands = run_model, .choices = "detect"},
     {.name = "pretrained", .type = T::boolean, .default_value = "true", .group = "model/data",
@@ -45,7 +45,8 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {.name = "device", .type = T::text, .default_value = "auto", .group = "loop",
      .help = "auto, cpu, a CUDA index (0) or several (0,1)", .commands = run_model},
     {.name = "workers", .type = T::integer, .default_value = "4", .group = "loop",
-     .help = "data loader worker threads", .commands = train_val | command_profile, .minimum = 0, .maximum = 1024},
+     .help = "data loader worker threads", .commands = train_val | command_profile | command_data, .minimum = 0,
+     .maximum = 1024},
     {.name = "cache", .type = T::choice, .default_value = "false", .group = "loop",
      .help = "cache resized images: false, ram (true) or disk", .commands = train_val,
      .choices = "false ram disk", .synonyms = "true=ram 1=ram yes=ram 0=false no=false none=false =false"},
@@ -341,6 +342,7 @@ std::string_view command_name(Command command) {
     case command_val: return "val";
     case command_predict: return "predict";
     case command_profile: return "profile";
+    case command_data: return "data";
   }
   return "?";
 }

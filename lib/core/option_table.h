@@ -27,8 +27,9 @@ enum Command : unsigned {
   command_val = 1u << 1,
   command_predict = 1u << 2,
   command_profile = 1u << 3,
+  command_data = 1u << 4,  // libreyolo data check|preview|bench|synth
 };
-inline constexpr unsigned command_all = command_train | command_val | command_predict | command_profile;
+inline constexpr unsigned command_all = command_train | command_val | command_predict | command_profile | command_data;
 
 struct OptionSpec {
   std::string_view name;

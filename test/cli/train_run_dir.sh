@@ -2,9 +2,10 @@
 # the file loads back with cfg= to the same values.
 . "$(dirname "$0")/lib.sh"
 
-mkdir -p data && : > data/d.yaml
+. "$(dirname "$0")/tiny_dataset.sh"
+make_tiny_dataset data
 # the training loop itself is a later stage: today train stops after preparing the run (exit 1)
-expect_exit 1 train model=yolo9-t data=data/d.yaml project=p epochs=7 quiet=true
+expect_exit 1 train model=yolo9-t data=data/data.yaml project=p epochs=7 quiet=true
 [ -f p/yolo9_exp/train_config.yaml ] || fail "p/yolo9_exp/train_config.yaml missing"
 expect_in p/yolo9_exp/train_config.yaml "epochs: 7"
 expect_in p/yolo9_exp/train_config.yaml "momentum: 0.937"
@@ -15,11 +16,11 @@ expect_exit 0 cfg cfg=p/yolo9_exp/train_config.yaml
 expect_in "$WORK/out" "epochs                   7                    cfg"
 expect_in "$WORK/out" "scheduler                linear               cfg"
 
-expect_exit 1 train model=yolo9-t data=data/d.yaml project=p quiet=true
+expect_exit 1 train model=yolo9-t data=data/data.yaml project=p quiet=true
 [ -d p/yolo9_exp2 ] || fail "second run did not get yolo9_exp2"
-expect_exit 1 train model=yolo9-t data=data/d.yaml project=p quiet=true
+expect_exit 1 train model=yolo9-t data=data/data.yaml project=p quiet=true
 [ -d p/yolo9_exp3 ] || fail "third run did not get yolo9_exp3"
-expect_exit 1 train model=yolo9-t data=data/d.yaml project=p name=yolo9_exp exist_ok quiet=true
+expect_exit 1 train model=yolo9-t data=data/data.yaml project=p name=yolo9_exp exist_ok quiet=true
 [ -d p/yolo9_exp4 ] && fail "exist_ok=true still incremented"
 expect_in p/yolo9_exp/train_config.yaml "epochs: 300"  # rewritten in place
 ls -a p/yolo9_exp | grep -q '\.tmp\.' && fail "a temporary file was left behind"

@@ -11,6 +11,7 @@ using Arguments = std::vector<std::string>;
 int run_checks(const Arguments& arguments);   // checks / version
 int run_cfg(const Arguments& arguments);      // print the resolved option table
 int run_train(const Arguments& arguments);
+int run_data(const Arguments& arguments);     // data check
 int run_man_options(const Arguments& arguments);  // troff OPTIONS section, for maintainers
 
 }  // namespace libreyolo::cli

@@ -6,12 +6,11 @@
 #include "core/log.h"
 #include "core/option_help.h"
 #include "core/run_dir.h"
+#include "data/dataset_yaml.h"
+#include "data/label_scan.h"
 
 #include <fmt/core.h>
-#include <fmt/std.h>
-
-#include <array>
-#include <filesystem>
+#include <algorithm>
 
 namespace libreyolo::cli {
 
@@ -31,15 +30,19 @@ void require_data_argument(const std::string& data) {
   }
 }
 
-// Built-in names resolve in the data module; anything else must be a file or folder now.
-void check_data_exists(const std::string& data) {
-  constexpr std::array<std::string_view, 6> builtin{"coco8", "coco128", "coco", "coco8.yaml", "coco128.yaml", "coco.yaml"};
-  for (const auto name : builtin) {
-    if (data == name) return;
-  }
-  if (!std::filesystem::exists(data)) {
-    throw DataError(fmt::format("data={}: no such file or folder; give a data YAML path or a built-in dataset "
-                                "(coco8, coco128, coco)", data));
+// Scans the train and val splits, printing Ultralytics' summary line for each; a train split
+// without one valid image is a data error.
+void scan_dataset(const data::DatasetSpec& spec, int workers) {
+  for (const std::string split : {"train", "val"}) {
+    if (spec.split(split).empty()) continue;
+    const auto images = data::list_images(spec.split(split), split);
+    const auto scan = data::scan_images(images, spec.class_count(), {.threads = std::max(1, workers)});
+    for (const auto& message : scan.messages) log::warn("{}", message);
+    log::info("{}: Scanning {}{}... {}", split, scan.cache_file.string(), scan.from_cache ? "" : " (new)", scan.summary());
+    if (split == "train" && scan.images.empty()) {
+      throw DataError(fmt::format("{}: no valid training image (of {} found); see the messages above",
+                                  spec.yaml_file.string(), images.size()));
+    }
   }
 }
 
@@ -58,7 +61,8 @@ int run_train(const Arguments& arguments) {
     fmt::print("{}", config.to_yaml());
     return 0;
   }
-  check_data_exists(config.get_text("data"));
+  const auto dataset = data::load_dataset_spec(config.get_text("data"));
+  scan_dataset(dataset, static_cast<int>(config.get_int("workers")));
   const auto run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), config.get_bool("exist_ok"));
   write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
   log::info("Logging results to {}", run_dir.string());

@@ -1,0 +1,220 @@
+#include "data/dataset_yaml.h"
+
+#include "build_config.h"
+#include "core/error.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+namespace libreyolo::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::array<std::string_view, 3> kBuiltins{"coco8", "coco128", "coco"};
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+fs::path executable_dir() {
+  std::error_code error;
+  const auto self = fs::read_symlink("/proc/self/exe", error);
+  return error ? fs::path() : self.parent_path();
+}
+
+// Installed tree first (<prefix>/bin/../share/libreyolo), then the source tree of this build.
+fs::path find_builtin_yaml(const std::string& name) {
+  std::vector<fs::path> candidates;
+  if (const char* share = std::getenv("LIBREYOLO_SHARE")) candidates.emplace_back(share);
+  candidates.push_back(executable_dir() / ".." / "share" / "libreyolo");
+  candidates.emplace_back(LIBREYOLO_SHARE_DIR);
+  candidates.emplace_back(LIBREYOLO_SOURCE_SHARE_DIR);
+  for (const auto& folder : candidates) {
+    const auto path = folder / "datasets" / (name + ".yaml");
+    if (fs::exists(path)) return path;
+  }
+  throw DataError(fmt::format("data={}: the built-in dataset YAML is missing from the installation (looked in {})", name,
+                              candidates.back().string()));
+}
+
+std::vector<fs::path> read_sources(const YAML::Node& node, const std::string& key, const fs::path& root,
+                                   const fs::path& yaml_file) {
+  std::vector<fs::path> sources;
+  if (!node || node.IsNull()) return sources;
+  const auto resolve = [&](const std::string& text) {
+    const fs::path path(text);
+    return path.is_absolute() ? path : root / path;
+  };
+  if (node.IsScalar()) {
+    sources.push_back(resolve(node.Scalar()));
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) {
+      if (!item.IsScalar()) throw DataError(fmt::format("{}: '{}' must list paths (strings)", yaml_file.string(), key));
+      sources.push_back(resolve(item.Scalar()));
+    }
+  } else {
+    throw DataError(fmt::format("{}: '{}' must be a path or a list of paths", yaml_file.string(), key));
+  }
+  return sources;
+}
+
+std::vector<std::string> read_names(const YAML::Node& node, const fs::path& yaml_file) {
+  if (!node) throw DataError(fmt::format("{}: key 'names' is missing; list the class names (names: [cat, dog])", yaml_file.string()));
+  std::vector<std::string> names;
+  if (node.IsSequence()) {
+    for (const auto& item : node) names.push_back(item.as<std::string>());
+  } else if (node.IsMap()) {
+    std::map<long, std::string> by_id;
+    for (const auto& item : node) {
+      long id = -1;
+      try {
+        id = item.first.as<long>();
+      } catch (const YAML::Exception&) {
+        throw DataError(fmt::format("{}: 'names' keys must be class ids 0, 1, ...; got '{}'", yaml_file.string(),
+                                    item.first.as<std::string>()));
+      }
+      by_id[id] = item.second.as<std::string>();
+    }
+    long expected = 0;
+    for (const auto& [id, name] : by_id) {
+      if (id != expected) {
+        throw DataError(fmt::format("{}: 'names' must number the classes 0..{} without gaps; class {} is missing",
+                                    yaml_file.string(), by_id.size() - 1, expected));
+      }
+      names.push_back(name);
+      ++expected;
+    }
+  } else {
+    throw DataError(fmt::format("{}: 'names' must be a list or a mapping of class id to name", yaml_file.string()));
+  }
+  if (names.empty()) throw DataError(fmt::format("{}: 'names' is empty", yaml_file.string()));
+  return names;
+}
+
+fs::path resolve_root(const YAML::Node& node, const fs::path& yaml_file, bool builtin) {
+  if (!node || node.IsNull()) return yaml_file.parent_path();
+  const fs::path path(node.as<std::string>());
+  if (path.is_absolute()) return path;
+  if (builtin) return datasets_dir() / path;
+  for (const auto& base : {yaml_file.parent_path(), fs::current_path(), datasets_dir()}) {
+    if (fs::exists(base / path)) return base / path;
+  }
+  return yaml_file.parent_path() / path;
+}
+
+}  // namespace
+
+const std::vector<fs::path>& DatasetSpec::split(const std::string& name) const {
+  if (name == "train") return train;
+  if (name == "val") return val;
+  if (name == "test") return test;
+  throw UsageError(fmt::format("split='{}' is not valid: use train, val or test", name));
+}
+
+fs::path datasets_dir() {
+  const char* value = std::getenv("LIBREYOLO_DATASETS");
+  return value != nullptr && *value != '\0' ? fs::path(value) : fs::current_path() / "datasets";
+}
+
+DatasetSpec load_dataset_spec(const std::string& data) {
+  DatasetSpec spec;
+  std::string name = data;
+  if (name.ends_with(".yaml") && !fs::exists(name)) name = name.substr(0, name.size() - 5);
+  const bool builtin = std::find(kBuiltins.begin(), kBuiltins.end(), lower(name)) != kBuiltins.end() &&
+                       !fs::exists(data);
+  if (builtin) {
+    spec.builtin_name = lower(name);
+    spec.yaml_file = find_builtin_yaml(spec.builtin_name);
+  } else {
+    spec.yaml_file = data;
+    if (!fs::is_regular_file(spec.yaml_file)) {
+      throw DataError(fmt::format("data={}: no such file; give a dataset YAML or a built-in name (coco8, coco128, coco)",
+                                  data));
+    }
+  }
+
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(spec.yaml_file.string());
+  } catch (const YAML::Exception& error) {
+    throw DataError(fmt::format("{}: not valid YAML (line {}): {}", spec.yaml_file.string(), error.mark.line + 1, error.msg));
+  }
+  if (!root.IsMap()) throw DataError(fmt::format("{}: a dataset YAML must be a mapping (path:, train:, val:, names:)", spec.yaml_file.string()));
+
+  try {
+    spec.root = resolve_root(root["path"], spec.yaml_file, builtin);
+    spec.train = read_sources(root["train"], "train", spec.root, spec.yaml_file);
+    spec.val = read_sources(root["val"], "val", spec.root, spec.yaml_file);
+    spec.test = read_sources(root["test"], "test", spec.root, spec.yaml_file);
+    spec.names = read_names(root["names"], spec.yaml_file);
+    if (root["download"] && root["download"].IsScalar()) spec.download = root["download"].Scalar();
+    if (root["nc"]) {
+      const int nc = root["nc"].as<int>();
+      if (nc != spec.class_count()) {
+        throw DataError(fmt::format("{}: nc={} but 'names' has {} entries; make them agree", spec.yaml_file.string(), nc,
+                                    spec.class_count()));
+      }
+    }
+  } catch (const YAML::Exception& error) {
+    throw DataError(fmt::format("{}: {} (line {})", spec.yaml_file.string(), error.msg, error.mark.line + 1));
+  }
+  if (spec.train.empty() && spec.val.empty()) {
+    throw DataError(fmt::format("{}: key 'train' (and 'val') missing; give the image folders or lists", spec.yaml_file.string()));
+  }
+
+  if (builtin && !fs::exists(spec.root)) {
+    throw DataError(fmt::format("dataset {} not found at {}: download {} and unzip it there (or set LIBREYOLO_DATASETS "
+                                "to the folder that holds {})",
+                                spec.builtin_name, spec.root.string(), spec.download, spec.builtin_name));
+  }
+  return spec;
+}
+
+bool has_image_extension(const fs::path& path) {
+  static constexpr std::array<std::string_view, 11> kExtensions{".bmp", ".dng", ".jpeg", ".jpg", ".mpo", ".png",
+                                                                ".tif", ".tiff", ".webp", ".pfm", ".heic"};
+  const std::string extension = lower(path.extension().string());
+  return std::find(kExtensions.begin(), kExtensions.end(), extension) != kExtensions.end();
+}
+
+std::vector<fs::path> list_images(const std::vector<fs::path>& sources, const std::string& split) {
+  std::vector<fs::path> images;
+  for (const auto& source : sources) {
+    std::vector<fs::path> found;
+    if (fs::is_directory(source)) {
+      for (const auto& entry : fs::recursive_directory_iterator(source, fs::directory_options::follow_directory_symlink)) {
+        if (entry.is_regular_file() && has_image_extension(entry.path())) found.push_back(entry.path());
+      }
+      std::sort(found.begin(), found.end());
+    } else if (fs::is_regular_file(source) && lower(source.extension().string()) == ".txt") {
+      std::ifstream list(source);
+      for (std::string line; std::getline(list, line);) {
+        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+        if (line.empty()) continue;
+        fs::path path(line);
+        if (!path.is_absolute()) path = source.parent_path() / path;
+        found.push_back(path.lexically_normal());
+      }
+    } else if (fs::is_regular_file(source) && has_image_extension(source)) {
+      found.push_back(source);
+    } else {
+      throw DataError(fmt::format("'{}' source {} does not exist (or is not an image folder, .txt list or image)", split,
+                                  source.string()));
+    }
+    images.insert(images.end(), found.begin(), found.end());
+  }
+  return images;
+}
+
+}  // namespace libreyolo::data

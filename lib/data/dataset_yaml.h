@@ -1,0 +1,40 @@
+// Dataset YAML in the Ultralytics/LibreYOLO format (path, train, val, test, names, nc,
+// download), with the built-in names coco8, coco128 and coco resolved through
+// share/libreyolo/datasets against $LIBREYOLO_DATASETS (default ./datasets).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace libreyolo::data {
+
+struct DatasetSpec {
+  std::filesystem::path yaml_file;  // the YAML that was read
+  std::string builtin_name;         // "coco8", ... for built-ins; empty otherwise
+  std::filesystem::path root;       // `path`, resolved
+  std::vector<std::filesystem::path> train;  // sources: image folders, .txt lists or image files
+  std::vector<std::filesystem::path> val;
+  std::vector<std::filesystem::path> test;
+  std::vector<std::string> names;   // index = class id
+  std::string download;
+
+  int class_count() const { return static_cast<int>(names.size()); }
+  const std::vector<std::filesystem::path>& split(const std::string& name) const;
+};
+
+// `data` is a YAML path or a built-in name. Throws DataError naming the file and key.
+DatasetSpec load_dataset_spec(const std::string& data);
+
+// The folder built-in datasets live in: $LIBREYOLO_DATASETS, else ./datasets.
+std::filesystem::path datasets_dir();
+
+// Image files of a split, sorted within each source: folders are walked recursively, .txt
+// files list one image per line (relative to the list's folder). Throws DataError when a
+// source is missing, naming `split`.
+std::vector<std::filesystem::path> list_images(const std::vector<std::filesystem::path>& sources,
+                                               const std::string& split);
+
+bool has_image_extension(const std::filesystem::path& path);
+
+}  // namespace libreyolo::data

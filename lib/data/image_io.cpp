@@ -1,0 +1,199 @@
+#include "data/image_io.h"
+
+#include <fmt/format.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <turbojpeg.h>
+
+#include <fstream>
+#include <memory>
+
+namespace libreyolo::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_jpeg(const std::vector<std::uint8_t>& bytes) {
+  return bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
+}
+
+bool is_png(const std::vector<std::uint8_t>& bytes) {
+  static constexpr std::uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return bytes.size() >= 24 && std::equal(kSignature, kSignature + 8, bytes.begin());
+}
+
+bool has_jpeg_end_marker(const std::vector<std::uint8_t>& bytes) {
+  // Some writers pad after EOI; look at the last few bytes.
+  const std::size_t start = bytes.size() > 16 ? bytes.size() - 16 : 0;
+  for (std::size_t i = bytes.size(); i-- > start + 1;) {
+    if (bytes[i - 1] == 0xFF && bytes[i] == 0xD9) return true;
+  }
+  return false;
+}
+
+struct TurboHandle {
+  tjhandle handle = tjInitDecompress();
+  ~TurboHandle() {
+    if (handle != nullptr) tjDestroy(handle);
+  }
+};
+
+// One decompressor per thread: creating one costs more than decoding a small image header.
+tjhandle thread_decompressor() {
+  thread_local TurboHandle turbo;
+  if (turbo.handle == nullptr) throw CorruptImage("libjpeg-turbo could not be initialised");
+  return turbo.handle;
+}
+
+std::uint32_t read_u32(const std::uint8_t* p, bool little) {
+  return little ? (p[0] | p[1] << 8 | p[2] << 16 | static_cast<std::uint32_t>(p[3]) << 24)
+                : (static_cast<std::uint32_t>(p[0]) << 24 | p[1] << 16 | p[2] << 8 | p[3]);
+}
+
+std::uint16_t read_u16(const std::uint8_t* p, bool little) {
+  return static_cast<std::uint16_t>(little ? (p[0] | p[1] << 8) : (p[0] << 8 | p[1]));
+}
+
+// Orientation 5-8 swap width and height.
+bool swaps_axes(int orientation) { return orientation >= 5 && orientation <= 8; }
+
+cv::Mat decode_jpeg(const std::vector<std::uint8_t>& bytes, int target_long_side) {
+  tjhandle handle = thread_decompressor();
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  if (tjDecompressHeader3(handle, bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height,
+                          &subsampling, &colorspace) != 0) {
+    throw CorruptImage(fmt::format("unreadable JPEG header: {}", tjGetErrorStr2(handle)));
+  }
+  int scaled_width = width;
+  int scaled_height = height;
+  if (target_long_side > 0 && 2 * target_long_side <= std::max(width, height)) {
+    int count = 0;
+    const tjscalingfactor* factors = tjGetScalingFactors(&count);
+    for (int i = 0; i < count; ++i) {
+      const tjscalingfactor factor = factors[i];
+      if (factor.num > factor.denom) continue;  // never upsample in the decoder
+      const int w = TJSCALED(width, factor);
+      const int h = TJSCALED(height, factor);
+      if (std::max(w, h) >= target_long_side && w * h < scaled_width * scaled_height) {
+        scaled_width = w;
+        scaled_height = h;
+      }
+    }
+  }
+  cv::Mat image(scaled_height, scaled_width, CV_8UC3);
+  if (tjDecompress2(handle, bytes.data(), static_cast<unsigned long>(bytes.size()), image.data, scaled_width, 0,
+                    scaled_height, TJPF_BGR, 0) != 0) {
+    // A warning (e.g. premature end of data) still leaves a usable, partly grey image.
+    if (tjGetErrorCode(handle) != TJERR_WARNING) {
+      throw CorruptImage(fmt::format("JPEG decode failed: {}", tjGetErrorStr2(handle)));
+    }
+  }
+  return apply_orientation(image, jpeg_exif_orientation(bytes.data(), bytes.size()));
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> read_file_bytes(const fs::path& path) {
+  std::ifstream stream(path, std::ios::binary | std::ios::ate);
+  if (!stream) throw CorruptImage(fmt::format("cannot open {}", path.string()));
+  const auto size = static_cast<std::size_t>(stream.tellg());
+  std::vector<std::uint8_t> bytes(size);
+  stream.seekg(0);
+  stream.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+  if (!stream) throw CorruptImage(fmt::format("cannot read {}", path.string()));
+  return bytes;
+}
+
+int jpeg_exif_orientation(const std::uint8_t* data, std::size_t size) {
+  std::size_t pos = 2;  // after SOI
+  while (pos + 4 <= size && data[pos] == 0xFF) {
+    const std::uint8_t marker = data[pos + 1];
+    if (marker == 0xD9 || marker == 0xDA) break;  // end of image / start of scan: no more headers
+    const std::size_t length = read_u16(data + pos + 2, false);
+    if (length < 2 || pos + 2 + length > size) break;
+    const std::uint8_t* segment = data + pos + 4;
+    const std::size_t segment_size = length - 2;
+    if (marker == 0xE1 && segment_size >= 14 && std::equal(segment, segment + 6, "Exif\0\0")) {
+      const std::uint8_t* tiff = segment + 6;
+      const std::size_t tiff_size = segment_size - 6;
+      const bool little = tiff[0] == 'I' && tiff[1] == 'I';
+      if (!little && !(tiff[0] == 'M' && tiff[1] == 'M')) return 1;
+      const std::uint32_t ifd = read_u32(tiff + 4, little);
+      if (ifd + 2 > tiff_size) return 1;
+      const std::uint16_t entries = read_u16(tiff + ifd, little);
+      for (std::uint16_t i = 0; i < entries; ++i) {
+        const std::size_t entry = ifd + 2 + 12u * i;
+        if (entry + 12 > tiff_size) return 1;
+        if (read_u16(tiff + entry, little) == 0x0112) {
+          const int value = read_u16(tiff + entry + 8, little);
+          return value >= 1 && value <= 8 ? value : 1;
+        }
+      }
+      return 1;
+    }
+    pos += 2 + length;
+  }
+  return 1;
+}
+
+cv::Mat apply_orientation(const cv::Mat& image, int orientation) {
+  cv::Mat out;
+  switch (orientation) {
+    case 2: cv::flip(image, out, 1); return out;
+    case 3: cv::rotate(image, out, cv::ROTATE_180); return out;
+    case 4: cv::flip(image, out, 0); return out;
+    case 5: cv::transpose(image, out); return out;
+    case 6: cv::rotate(image, out, cv::ROTATE_90_CLOCKWISE); return out;
+    case 7: cv::transpose(image, out); cv::rotate(out, out, cv::ROTATE_180); return out;
+    case 8: cv::rotate(image, out, cv::ROTATE_90_COUNTERCLOCKWISE); return out;
+    default: return image;
+  }
+}
+
+ImageInfo read_image_info(const fs::path& path) {
+  const auto bytes = read_file_bytes(path);
+  ImageInfo info;
+  if (is_jpeg(bytes)) {
+    int subsampling = 0, colorspace = 0;
+    if (tjDecompressHeader3(thread_decompressor(), bytes.data(), static_cast<unsigned long>(bytes.size()), &info.width,
+                            &info.height, &subsampling, &colorspace) != 0) {
+      throw CorruptImage(fmt::format("unreadable JPEG header: {}", tjGetErrorStr2(thread_decompressor())));
+    }
+    if (info.width <= 0 || info.height <= 0) throw CorruptImage("JPEG header holds no image size");
+    info.format = "jpeg";
+    info.truncated = !has_jpeg_end_marker(bytes);
+    info.orientation = jpeg_exif_orientation(bytes.data(), bytes.size());
+  } else if (is_png(bytes)) {
+    info.format = "png";
+    info.width = static_cast<int>(read_u32(bytes.data() + 16, false));
+    info.height = static_cast<int>(read_u32(bytes.data() + 20, false));
+  } else {
+    const cv::Mat image = decode_image_bytes(bytes);
+    info.format = "other";
+    info.width = image.cols;
+    info.height = image.rows;
+    return info;  // OpenCV already applied orientation
+  }
+  if (swaps_axes(info.orientation)) std::swap(info.width, info.height);
+  return info;
+}
+
+cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side) {
+  if (bytes.empty()) throw CorruptImage("empty file");
+  if (is_jpeg(bytes)) return decode_jpeg(bytes, target_long_side);
+  cv::Mat image;
+  try {
+    image = cv::imdecode(bytes, cv::IMREAD_COLOR);
+  } catch (const cv::Exception& error) {
+    throw CorruptImage(fmt::format("cannot decode image: {}", error.msg));
+  }
+  if (image.empty()) throw CorruptImage("cannot identify image file (not an image OpenCV can decode)");
+  return image;
+}
+
+cv::Mat decode_image(const fs::path& path, int target_long_side) {
+  return decode_image_bytes(read_file_bytes(path), target_long_side);
+}
+
+}  // namespace libreyolo::data

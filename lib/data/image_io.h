@@ -1,0 +1,45 @@
+// Image files: header reads for the label scan and full decodes for training. JPEG goes
+// through libjpeg-turbo (with DCT scaling when the target is at most half the source), other
+// formats through OpenCV; EXIF orientation is honoured in both sizes and pixels.
+#pragma once
+
+#include <opencv2/core/mat.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace libreyolo::data {
+
+struct ImageInfo {
+  int width = 0;   // as displayed, i.e. after EXIF orientation
+  int height = 0;
+  int orientation = 1;    // EXIF orientation tag, 1 = upright
+  std::string format;     // "jpeg", "png", or OpenCV's decode for anything else
+  bool truncated = false; // JPEG without its end marker: decodes as far as it goes
+};
+
+// Thrown for a file that is not a readable image; the message is the reason users see.
+class CorruptImage : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path);
+
+// Reads enough of the file to know its size and orientation. Throws CorruptImage.
+ImageInfo read_image_info(const std::filesystem::path& path);
+
+// Decodes to 8-bit BGR, upright. With `target_long_side` > 0 a JPEG may be decoded at 1/2, 1/4
+// or 1/8 scale, never below that long side. Throws CorruptImage.
+cv::Mat decode_image(const std::filesystem::path& path, int target_long_side = 0);
+cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side = 0);
+
+// EXIF orientation of a JPEG (1 when absent or unreadable).
+int jpeg_exif_orientation(const std::uint8_t* data, std::size_t size);
+
+// Rotates/flips `image` so an EXIF `orientation` becomes upright.
+cv::Mat apply_orientation(const cv::Mat& image, int orientation);
+
+}  // namespace libreyolo::data

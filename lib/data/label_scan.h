@@ -1,0 +1,49 @@
+// Scans a split: checks every image and its label file, keeps the valid ones (backgrounds
+// included), skips corrupt ones with their reason, and caches the result beside the labels
+// folder, keyed by paths, sizes, modification times, class count and a version.
+#pragma once
+
+#include "data/labels.h"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace libreyolo::data {
+
+struct ImageRecord {
+  std::filesystem::path image;
+  int width = 0;  // upright size in pixels
+  int height = 0;
+  std::vector<Box> boxes;
+};
+
+struct ScanResult {
+  std::vector<ImageRecord> images;  // the kept images, in input order
+  int backgrounds = 0;              // kept images with no boxes (missing or empty label file)
+  int missing_labels = 0;
+  int corrupt = 0;
+  int duplicates_removed = 0;
+  std::vector<std::string> messages;  // one line per skipped image or warning
+  bool from_cache = false;
+  std::filesystem::path cache_file;
+
+  // "N images, M backgrounds, K corrupt" as Ultralytics counts: N images with a label file,
+  // M kept images without boxes (missing or empty label file), K skipped.
+  std::string summary() const;
+};
+
+struct ScanOptions {
+  int threads = 2;
+  bool use_cache = true;
+};
+
+inline constexpr int kLabelCacheVersion = 1;
+
+ScanResult scan_images(const std::vector<std::filesystem::path>& images, int class_count,
+                       const ScanOptions& options = {});
+
+// Where the cache of a split lives: beside its labels folder, e.g. labels/train2017.libreyolo.cache.
+std::filesystem::path label_cache_path(const std::vector<std::filesystem::path>& images);
+
+}  // namespace libreyolo::data

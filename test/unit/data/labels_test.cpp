@@ -1,0 +1,65 @@
+#include "catch.h"
+#include "data/labels.h"
+
+#include <string>
+
+using namespace libreyolo::data;
+
+namespace {
+std::string reason(const std::string& text, int nc = 80) {
+  try {
+    parse_label_text(text, nc);
+  } catch (const CorruptLabel& error) {
+    return error.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("images/ maps to labels/ and the extension to .txt", "[labels]") {
+  CHECK(label_path_for("/d/coco/images/train2017/0001.jpg") == "/d/coco/labels/train2017/0001.txt");
+  CHECK(label_path_for("/d/images/x/images/a.PNG") == "/d/images/x/labels/a.txt");
+  CHECK(label_path_for("/d/flat/a.jpg") == "/d/flat/a.txt");
+}
+
+TEST_CASE("5-column rows become boxes; blank lines are ignored", "[labels]") {
+  const auto parsed = parse_label_text("0 0.5 0.5 0.2 0.4\n\n3 0.1 0.2 0.1 0.1\r\n", 80);
+  REQUIRE(parsed.boxes.size() == 2);
+  CHECK(parsed.boxes[0] == Box{0, 0.5f, 0.5f, 0.2f, 0.4f});
+  CHECK(parsed.boxes[1].cls == 3);
+  CHECK(parse_label_text("", 80).boxes.empty());
+}
+
+TEST_CASE("polygon rows become their bounding box", "[labels]") {
+  const auto parsed = parse_label_text("2 0.1 0.2 0.5 0.2 0.5 0.6 0.1 0.6\n", 80);
+  REQUIRE(parsed.boxes.size() == 1);
+  CHECK(parsed.boxes[0].cx == Approx(0.3));
+  CHECK(parsed.boxes[0].cy == Approx(0.4));
+  CHECK(parsed.boxes[0].w == Approx(0.4));
+  CHECK(parsed.boxes[0].h == Approx(0.4));
+}
+
+TEST_CASE("duplicate rows are removed and counted", "[labels]") {
+  const auto parsed = parse_label_text("0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2\n1 0.5 0.5 0.2 0.2\n", 80);
+  CHECK(parsed.boxes.size() == 2);
+  CHECK(parsed.duplicates_removed == 1);
+}
+
+TEST_CASE("coordinates just outside [0,1] are clipped, further out is corrupt", "[labels]") {
+  const auto parsed = parse_label_text("0 1.0005 0.5 0.2 0.2\n", 80);
+  CHECK(parsed.boxes[0].cx == Approx(1.0));
+  CHECK(reason("0 1.2 0.5 0.2 0.2").find("out of bounds") != std::string::npos);
+  CHECK(reason("0 -0.3 0.5 0.2 0.2").find("negative label values") != std::string::npos);
+}
+
+TEST_CASE("corrupt rows say why", "[labels]") {
+  CHECK(reason("0 0.5 0.5 0.2").find("5 columns") != std::string::npos);
+  CHECK(reason("0 0.5 0.5 0.2 0.2 0.1").find("6 columns") != std::string::npos);
+  CHECK(reason("80 0.5 0.5 0.2 0.2").find("exceeds dataset class count 80") != std::string::npos);
+  CHECK(reason("3 0.5 0.5 0.2 0.2", 3).find("possible class labels are 0-2") != std::string::npos);
+  CHECK(reason("-1 0.5 0.5 0.2 0.2").find("negative class") != std::string::npos);
+  CHECK(reason("1.5 0.5 0.5 0.2 0.2").find("not an integer") != std::string::npos);
+  CHECK(reason("0 nan 0.5 0.2 0.2").find("non-finite") != std::string::npos);
+  CHECK(reason("0 0.5 0.5 abc 0.2").find("not a number") != std::string::npos);
+  CHECK(reason("0 0.5 0.5 0.0 0.2").find("width and height") != std::string::npos);
+}

@@ -1,0 +1,69 @@
+// Helpers for data tests: write small real images (and broken ones) into a temporary folder.
+#pragma once
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace test_images {
+
+inline std::filesystem::path fresh_folder(const std::string& tag) {
+  const auto path = std::filesystem::temp_directory_path() / ("libreyolo_" + tag + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+inline void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                              static_cast<std::streamsize>(bytes.size()));
+}
+
+inline void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// A gradient so that orientation and scaling are visible in the pixels.
+inline cv::Mat gradient(int width, int height) {
+  cv::Mat image(height, width, CV_8UC3);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      image.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<std::uint8_t>(255 * x / std::max(1, width - 1)),
+                                            static_cast<std::uint8_t>(255 * y / std::max(1, height - 1)), 64);
+    }
+  }
+  return image;
+}
+
+inline std::vector<std::uint8_t> jpeg_bytes(const cv::Mat& image, int quality = 95) {
+  std::vector<std::uint8_t> bytes;
+  cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, quality});
+  return bytes;
+}
+
+// Inserts an APP1 Exif segment (big-endian TIFF, one IFD entry: Orientation) after SOI.
+inline std::vector<std::uint8_t> with_exif_orientation(const std::vector<std::uint8_t>& jpeg, int orientation) {
+  const std::vector<std::uint8_t> tiff = {'M', 'M', 0, 42, 0, 0, 0, 8,                         // header, IFD at 8
+                                          0, 1,                                                // one entry
+                                          0x01, 0x12, 0, 3, 0, 0, 0, 1,                        // Orientation, SHORT, 1
+                                          0, static_cast<std::uint8_t>(orientation), 0, 0,     // value
+                                          0, 0, 0, 0};                                         // next IFD
+  std::vector<std::uint8_t> segment = {'E', 'x', 'i', 'f', 0, 0};
+  segment.insert(segment.end(), tiff.begin(), tiff.end());
+  const std::size_t length = segment.size() + 2;
+  std::vector<std::uint8_t> out = {0xFF, 0xD8, 0xFF, 0xE1, static_cast<std::uint8_t>(length >> 8),
+                                   static_cast<std::uint8_t>(length & 0xFF)};
+  out.insert(out.end(), segment.begin(), segment.end());
+  out.insert(out.end(), jpeg.begin() + 2, jpeg.end());
+  return out;
+}
+
+}  // namespace test_images
