@@ -1,0 +1,54 @@
+// Geometric augmentations and their box bookkeeping: resizing, letterbox (centred, as
+// Ultralytics) and top-left fit (as YOLOX), the Ultralytics random perspective and the YOLOX
+// random affine, flips, and the candidate filter that drops boxes squashed by a transform.
+#pragma once
+
+#include "data/sample.h"
+#include "data/sample_random.h"
+
+#include <opencv2/core/types.hpp>
+
+namespace libreyolo::data {
+
+// Resize so the long side is `long_side` (Ultralytics load_image); boxes follow.
+Sample resize_long_side(const Sample& sample, int long_side);
+
+struct LetterboxResult {
+  Sample sample;
+  double ratio = 1;           // resize factor applied to the input
+  cv::Point2d pad;            // left/top padding added after resizing
+};
+
+// Ultralytics LetterBox(center=True): fit into `shape` keeping the ratio, pad with 114.
+LetterboxResult letterbox(const Sample& sample, cv::Size shape, bool scale_up = true);
+
+// YOLOX preproc: fit into `shape`, place at the top-left on a 114 canvas.
+LetterboxResult fit_top_left(const Sample& sample, cv::Size shape);
+
+struct PerspectiveParams {
+  double degrees = 0, translate = 0.1, scale_low = 0.5, scale_high = 1.5, shear = 0, perspective = 0;
+};
+
+// Ultralytics RandomPerspective: M = T*S*R*P*C, output `output_size`, then boxes filtered by
+// box_candidates. `scale_low/high` are the scale range (LibreYOLO's mosaic_scale).
+Sample random_perspective(const Sample& sample, const PerspectiveParams& params, cv::Size output_size,
+                          SampleRandom& random);
+
+// YOLOX random_affine: rotation + scale about the origin, shear, translation; output window is
+// the top-left `output_size` of the transformed image.
+Sample yolox_random_affine(const Sample& sample, const PerspectiveParams& params, cv::Size output_size,
+                           SampleRandom& random);
+
+// Applies a 3x3 matrix to boxes (corners -> min/max) and clips them to `bounds`.
+std::vector<PixelBox> transform_boxes(const std::vector<PixelBox>& boxes, const cv::Matx33d& matrix, cv::Size bounds);
+
+// Ultralytics box_candidates: kept if w,h > 2 px, area ratio > area_threshold, aspect < 100.
+bool box_candidate(const PixelBox& before_scaled, const PixelBox& after, double area_threshold = 0.1);
+
+Sample flip_horizontal(const Sample& sample);
+Sample flip_vertical(const Sample& sample);
+
+// Drops boxes whose clipped width or height is not above `min_side` pixels.
+void drop_small_boxes(std::vector<PixelBox>& boxes, cv::Size bounds, float min_side);
+
+}  // namespace libreyolo::data

@@ -1,0 +1,154 @@
+#include "data/dataset.h"
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "data/augment/geometry.h"
+#include "data/image_io.h"
+
+#include <fmt/format.h>
+#include <opencv2/imgproc.hpp>
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+namespace libreyolo::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kDiskMagic[8] = {'L', 'R', 'Y', 'C', 'A', 'C', 'H', '1'};
+
+std::uint64_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t value = 0;
+  std::string unit;
+  while (meminfo >> key >> value >> unit) {
+    if (key == "MemAvailable:") return value * 1024;
+  }
+  return 0;
+}
+
+fs::path disk_cache_path(const fs::path& image, int image_size) {
+  return fs::path(image.string() + fmt::format(".{}.libreyolo", image_size));
+}
+
+bool folder_writeable(const fs::path& folder) {
+  struct stat info {};
+  return ::stat(folder.c_str(), &info) == 0 && (info.st_mode & 0222) != 0;
+}
+
+}  // namespace
+
+CacheMode parse_cache_mode(const std::string& text) {
+  if (text == "ram") return CacheMode::ram;
+  if (text == "disk") return CacheMode::disk;
+  return CacheMode::none;
+}
+
+DetectionDataset::DetectionDataset(std::vector<ImageRecord> records, int class_count, int image_size, CacheMode cache)
+    : records_(std::move(records)), class_count_(class_count), image_size_(image_size), cache_(cache) {
+  if (cache_ == CacheMode::ram) {
+    const std::uint64_t needed = resized_bytes();
+    const std::uint64_t available = available_memory_bytes();
+    // Ultralytics keeps a 50 % safety margin on top of the images themselves.
+    if (available > 0 && needed * 3 / 2 > available) {
+      log::warn("cache=ram needs {:.1f} GB for {} images but {:.1f} GB are available; not caching",
+                static_cast<double>(needed) * 1.5 / 1e9, records_.size(), static_cast<double>(available) / 1e9);
+      cache_ = CacheMode::none;
+    } else {
+      ram_.resize(records_.size());
+      ram_once_ = std::make_unique<std::once_flag[]>(records_.size());
+      log::info("cache=ram: {:.2f} GB of resized images (filled on first use)", static_cast<double>(needed) / 1e9);
+    }
+  }
+  if (cache_ == CacheMode::disk && !records_.empty() && !folder_writeable(records_.front().image.parent_path())) {
+    log::warn("cache=disk: {} is read-only; not caching", records_.front().image.parent_path().string());
+    cache_ = CacheMode::none;
+  }
+}
+
+std::uint64_t DetectionDataset::resized_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& record : records_) {
+    const double ratio = static_cast<double>(image_size_) / std::max(record.width, record.height);
+    total += static_cast<std::uint64_t>(std::ceil(record.width * ratio)) *
+             static_cast<std::uint64_t>(std::ceil(record.height * ratio)) * 3;
+  }
+  return total;
+}
+
+cv::Mat DetectionDataset::decode_resized(std::size_t index) const {
+  cv::Mat image;
+  try {
+    image = decode_image(records_[index].image, image_size_);
+  } catch (const CorruptImage& error) {
+    throw DataError(fmt::format("{}: {}", records_[index].image.string(), error.what()));
+  }
+  const double ratio = static_cast<double>(image_size_) / std::max(image.cols, image.rows);
+  if (ratio != 1.0) {
+    const int width = std::min(static_cast<int>(std::ceil(image.cols * ratio)), image_size_);
+    const int height = std::min(static_cast<int>(std::ceil(image.rows * ratio)), image_size_);
+    cv::resize(image, image, cv::Size(width, height), 0, 0, cv::INTER_LINEAR);
+  }
+  return image;
+}
+
+cv::Mat DetectionDataset::load_disk_cached(std::size_t index) const {
+  const fs::path path = disk_cache_path(records_[index].image, image_size_);
+  std::ifstream stream(path, std::ios::binary);
+  if (stream) {
+    char magic[8];
+    std::int32_t rows = 0, cols = 0;
+    stream.read(magic, 8);
+    stream.read(reinterpret_cast<char*>(&rows), 4);
+    stream.read(reinterpret_cast<char*>(&cols), 4);
+    if (stream && std::memcmp(magic, kDiskMagic, 8) == 0 && rows > 0 && cols > 0 && rows <= image_size_ &&
+        cols <= image_size_) {
+      cv::Mat image(rows, cols, CV_8UC3);
+      stream.read(reinterpret_cast<char*>(image.data), static_cast<std::streamsize>(image.total() * 3));
+      if (stream) return image;
+    }
+  }
+  cv::Mat image = decode_resized(index);  // missing or unreadable cache file: rebuild it
+  try {
+    write_atomically(path, [&](const fs::path& temporary) {
+      std::ofstream out(temporary, std::ios::binary);
+      const std::int32_t rows = image.rows, cols = image.cols;
+      out.write(kDiskMagic, 8);
+      out.write(reinterpret_cast<const char*>(&rows), 4);
+      out.write(reinterpret_cast<const char*>(&cols), 4);
+      out.write(reinterpret_cast<const char*>(image.data), static_cast<std::streamsize>(image.total() * 3));
+    });
+  } catch (const std::exception& error) {
+    log::warn("cache=disk: cannot write {}: {}", path.string(), error.what());
+  }
+  return image;
+}
+
+Sample DetectionDataset::load_resized(std::size_t index) const {
+  cv::Mat image;
+  if (cache_ == CacheMode::ram) {
+    std::call_once(ram_once_[index], [&] { ram_[index] = decode_resized(index); });
+    image = ram_[index];  // shared, read-only: augmentations always write new images
+  } else if (cache_ == CacheMode::disk) {
+    image = load_disk_cached(index);
+  } else {
+    image = decode_resized(index);
+  }
+  Sample sample;
+  sample.image = image;
+  const float width = static_cast<float>(image.cols);
+  const float height = static_cast<float>(image.rows);
+  for (const auto& box : records_[index].boxes) {
+    sample.boxes.push_back({box.cls, (box.cx - box.w / 2) * width, (box.cy - box.h / 2) * height,
+                            (box.cx + box.w / 2) * width, (box.cy + box.h / 2) * height});
+  }
+  return sample;
+}
+
+}  // namespace libreyolo::data

@@ -1,0 +1,48 @@
+// A detection dataset in memory: the scanned records plus the one expensive step every
+// pipeline starts with, "decode and resize so the long side is imgsz", optionally cached in
+// RAM or on disk (cache=ram|disk).
+#pragma once
+
+#include "data/label_scan.h"
+#include "data/sample.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace libreyolo::data {
+
+enum class CacheMode { none, ram, disk };
+CacheMode parse_cache_mode(const std::string& text);  // "false" | "ram" | "disk"
+
+class DetectionDataset {
+ public:
+  DetectionDataset(std::vector<ImageRecord> records, int class_count, int image_size, CacheMode cache);
+
+  std::size_t size() const { return records_.size(); }
+  int class_count() const { return class_count_; }
+  int image_size() const { return image_size_; }
+  const ImageRecord& record(std::size_t index) const { return records_[index]; }
+  CacheMode cache_mode() const { return cache_; }
+
+  // Long side = image_size (Ultralytics load_image), boxes in pixels of the resized image.
+  // Thread-safe.
+  Sample load_resized(std::size_t index) const;
+
+  // Bytes the resized images of the whole dataset take (for the cache=ram memory check).
+  std::uint64_t resized_bytes() const;
+
+ private:
+  cv::Mat decode_resized(std::size_t index) const;
+  cv::Mat load_disk_cached(std::size_t index) const;
+
+  std::vector<ImageRecord> records_;
+  int class_count_;
+  int image_size_;
+  CacheMode cache_;
+  mutable std::vector<cv::Mat> ram_;
+  mutable std::unique_ptr<std::once_flag[]> ram_once_;
+};
+
+}  // namespace libreyolo::data

@@ -1,0 +1,168 @@
+#include "data/loader.h"
+
+#include <ATen/ATen.h>
+#include <opencv2/core.hpp>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "data/sample_random.h"
+
+namespace libreyolo::data {
+
+Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices, bool pin_memory) {
+  Batch batch;
+  batch.indices = indices;
+  const int count = static_cast<int>(samples.size());
+  const int height = count > 0 ? samples[0].image.rows : 0;
+  const int width = count > 0 ? samples[0].image.cols : 0;
+  batch.images = at::empty({count, 3, height, width}, at::TensorOptions().dtype(at::kByte).pinned_memory(pin_memory));
+  std::uint8_t* base = batch.images.data_ptr<std::uint8_t>();
+  const std::size_t plane = static_cast<std::size_t>(height) * width;
+  std::size_t box_count = 0;
+  for (int b = 0; b < count; ++b) {
+    const cv::Mat& image = samples[b].image;
+    CV_Assert(image.rows == height && image.cols == width && image.type() == CV_8UC3);
+    // split BGR straight into the tensor's R, G, B planes
+    cv::Mat planes[3] = {cv::Mat(height, width, CV_8U, base + (3 * b + 2) * plane),
+                         cv::Mat(height, width, CV_8U, base + (3 * b + 1) * plane),
+                         cv::Mat(height, width, CV_8U, base + (3 * b + 0) * plane)};
+    cv::split(image, planes);
+    box_count += samples[b].boxes.size();
+  }
+  batch.targets = at::empty({static_cast<long>(box_count), 6}, at::kFloat);
+  float* target = batch.targets.data_ptr<float>();
+  for (int b = 0; b < count; ++b) {
+    for (const auto& box : samples[b].boxes) {
+      *target++ = static_cast<float>(b);
+      *target++ = static_cast<float>(box.cls);
+      *target++ = (box.x1 + box.x2) / 2 / width;
+      *target++ = (box.y1 + box.y2) / 2 / height;
+      *target++ = box.width() / width;
+      *target++ = box.height() / height;
+    }
+  }
+  return batch;
+}
+
+Loader::Loader(SampleFunction make_sample, std::size_t dataset_size, LoaderOptions options)
+    : make_sample_(std::move(make_sample)), dataset_size_(dataset_size), options_(options) {
+  options_.batch_size = std::max(1, options_.batch_size);
+  options_.world_size = std::max(1, options_.world_size);
+  options_.prefetch_batches = std::max(1, options_.prefetch_batches);
+  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  for (auto& worker : workers_) worker.join();
+}
+
+std::vector<std::size_t> Loader::epoch_order(int epoch) const {
+  std::vector<std::size_t> order(dataset_size_);
+  std::iota(order.begin(), order.end(), 0);
+  if (options_.shuffle) {
+    std::mt19937_64 engine(mix64(mix64(options_.seed) ^ static_cast<std::uint64_t>(epoch)));
+    std::shuffle(order.begin(), order.end(), engine);
+  }
+  if (options_.world_size == 1 || order.empty()) return order;
+  // pad by wrapping so every rank gets the same count, then take rank, rank+world, ...
+  const std::size_t world = static_cast<std::size_t>(options_.world_size);
+  const std::size_t per_rank = (order.size() + world - 1) / world;
+  for (std::size_t i = order.size(), j = 0; i < per_rank * world; ++i, ++j) order.push_back(order[j % dataset_size_]);
+  std::vector<std::size_t> mine;
+  for (std::size_t i = static_cast<std::size_t>(options_.rank); i < order.size(); i += world) mine.push_back(order[i]);
+  return mine;
+}
+
+std::size_t Loader::batches_per_epoch() const {
+  const std::size_t count = epoch_order(0).size();
+  const std::size_t size = static_cast<std::size_t>(options_.batch_size);
+  return options_.drop_last ? count / size : (count + size - 1) / size;
+}
+
+void Loader::start_epoch(int epoch) {
+  const auto order = epoch_order(epoch);
+  std::unique_lock<std::mutex> lock(mutex_);
+  batch_ready_.wait(lock, [&] { return in_flight_ == 0; });  // let the previous epoch's builds land
+  batches_.clear();
+  const std::size_t size = static_cast<std::size_t>(options_.batch_size);
+  for (std::size_t start = 0; start < order.size(); start += size) {
+    if (options_.drop_last && start + size > order.size()) break;
+    batches_.emplace_back(order.begin() + static_cast<long>(start),
+                          order.begin() + static_cast<long>(std::min(order.size(), start + size)));
+  }
+  epoch_ = epoch;
+  next_to_build_ = 0;
+  next_to_return_ = 0;
+  ready_.clear();
+  errors_.clear();
+  lock.unlock();
+  work_ready_.notify_all();
+}
+
+Batch Loader::build_batch(std::size_t batch_index, int epoch) const {
+  const auto& indices = batches_[batch_index];
+  std::vector<Sample> samples;
+  samples.reserve(indices.size());
+  for (const std::size_t index : indices) samples.push_back(make_sample_(index, epoch));
+  return collate(samples, indices, options_.pin_memory);
+}
+
+void Loader::worker_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    work_ready_.wait(lock, [&] {
+      return stopping_ || (next_to_build_ < batches_.size() && next_to_build_ < next_to_return_ + options_.prefetch_batches);
+    });
+    if (stopping_) return;
+    const std::size_t batch_index = next_to_build_++;
+    const int epoch = epoch_;
+    ++in_flight_;
+    lock.unlock();
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+    try {
+      batch = build_batch(batch_index, epoch);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    --in_flight_;
+    if (epoch == epoch_) {
+      if (error) {
+        errors_.emplace(batch_index, error);
+      } else {
+        ready_.emplace(batch_index, std::move(*batch));
+      }
+    }
+    batch_ready_.notify_all();
+  }
+}
+
+std::optional<Batch> Loader::next() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (next_to_return_ >= batches_.size()) return std::nullopt;
+  const std::size_t wanted = next_to_return_;
+  if (workers_.empty()) {
+    ++next_to_return_;
+    const int epoch = epoch_;
+    lock.unlock();
+    return build_batch(wanted, epoch);
+  }
+  batch_ready_.wait(lock, [&] { return errors_.count(wanted) > 0 || ready_.count(wanted) > 0; });
+  if (errors_.count(wanted) > 0) std::rethrow_exception(errors_.at(wanted));
+  Batch batch = std::move(ready_.at(wanted));
+  ready_.erase(wanted);
+  ++next_to_return_;
+  lock.unlock();
+  work_ready_.notify_all();
+  return batch;
+}
+
+}  // namespace libreyolo::data

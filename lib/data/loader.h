@@ -1,0 +1,84 @@
+// The batch loader: C++ worker threads build whole batches ahead of the trainer into a bounded
+// queue, in a fixed order. Epoch order comes from (seed, epoch), each sample's augmentation from
+// (seed, epoch, index), so the batches are the same whatever `workers` is. Distributed runs
+// take every world_size-th sample from rank's offset (padded like DistributedSampler).
+#pragma once
+
+#include "data/sample.h"
+
+#include <ATen/Tensor.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace libreyolo::data {
+
+struct Batch {
+  at::Tensor images;   // uint8 [B, 3, H, W], RGB; pinned host memory when requested
+  at::Tensor targets;  // float32 [N, 6]: image index in batch, class, cx, cy, w, h (normalised)
+  std::vector<std::size_t> indices;  // dataset indices of the images
+};
+
+// Stacks square samples of one size into a Batch (BGR HWC -> RGB CHW, pixel xyxy -> cxcywh/size).
+Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices, bool pin_memory);
+
+struct LoaderOptions {
+  int batch_size = 16;
+  int workers = 2;            // 0: build batches on the calling thread
+  bool shuffle = true;
+  std::uint64_t seed = 0;
+  int rank = 0;
+  int world_size = 1;
+  int prefetch_batches = 4;   // batches built ahead of the consumer
+  bool pin_memory = false;
+  bool drop_last = false;
+};
+
+class Loader {
+ public:
+  using SampleFunction = std::function<Sample(std::size_t index, int epoch)>;
+
+  Loader(SampleFunction make_sample, std::size_t dataset_size, LoaderOptions options);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Sets the order of the epoch and starts building its first batches.
+  void start_epoch(int epoch);
+  // The next batch of the epoch, or nothing when the epoch is done. Rethrows a worker's error.
+  std::optional<Batch> next();
+
+  std::size_t batches_per_epoch() const;
+  // This rank's dataset indices for `epoch`, in batch order.
+  std::vector<std::size_t> epoch_order(int epoch) const;
+
+ private:
+  void worker_loop();
+  Batch build_batch(std::size_t batch_index, int epoch) const;
+
+  SampleFunction make_sample_;
+  std::size_t dataset_size_;
+  LoaderOptions options_;
+
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable batch_ready_;
+  std::vector<std::vector<std::size_t>> batches_;  // this epoch's index lists
+  int epoch_ = -1;
+  std::size_t next_to_build_ = 0;
+  std::size_t next_to_return_ = 0;
+  std::size_t in_flight_ = 0;
+  std::map<std::size_t, Batch> ready_;
+  std::map<std::size_t, std::exception_ptr> errors_;  // by batch: raised when the consumer gets there
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace libreyolo::data

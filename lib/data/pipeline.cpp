@@ -1,0 +1,118 @@
+#include "data/pipeline.h"
+
+#include "data/augment/color.h"
+#include "data/augment/geometry.h"
+#include "data/augment/mosaic_mixup.h"
+
+namespace libreyolo::data {
+
+AugmentConfig AugmentConfig::from_config(const config::Config& config) {
+  AugmentConfig augment;
+  augment.family = config.family().empty() ? "yolox" : config.family();
+  const auto size = config.get_image_size("imgsz");
+  augment.image_size = std::max(size.height, size.width);
+  augment.mosaic = config.get_real("mosaic");
+  augment.mixup = config.get_real("mixup");
+  augment.hsv_prob = config.get_real("hsv_prob");
+  augment.hue = config.get_real("hsv_hue");
+  augment.saturation = config.get_real("hsv_saturation");
+  augment.value = config.get_real("hsv_value");
+  augment.flip_lr = config.get_real("flip_prob");
+  augment.flip_ud = config.get_real("flipud");
+  augment.degrees = config.get_real("degrees");
+  augment.translate = config.get_real("translate");
+  augment.shear = config.get_real("shear");
+  augment.perspective = config.get_real("perspective");
+  std::tie(augment.scale_low, augment.scale_high) = config.get_pair("mosaic_scale");
+  std::tie(augment.mixup_scale_low, augment.mixup_scale_high) = config.get_pair("mixup_scale");
+  augment.max_labels = static_cast<int>(config.get_int("max_labels"));
+  return augment;
+}
+
+TrainPipeline::TrainPipeline(const DetectionDataset& dataset, AugmentConfig augment, std::uint64_t seed)
+    : dataset_(dataset), augment_(std::move(augment)), seed_(seed) {}
+
+Sample TrainPipeline::sample(std::size_t index, int epoch) const {
+  SampleRandom random(seed_, static_cast<std::uint64_t>(epoch), index);
+  Sample out = augment_.family == "yolox" ? yolox_sample(index, random) : yolo9_sample(index, random);
+  if (static_cast<int>(out.boxes.size()) > augment_.max_labels) out.boxes.resize(augment_.max_labels);
+  return out;
+}
+
+Sample TrainPipeline::mosaic_of(std::size_t index, SampleRandom& random) const {
+  const int s = augment_.image_size;
+  // Ultralytics draws yc then xc in U(s/2, 3s/2); YOLOX the same range, also y first.
+  const int yc = static_cast<int>(random.uniform(0.5 * s, 1.5 * s));
+  const int xc = static_cast<int>(random.uniform(0.5 * s, 1.5 * s));
+  std::array<Sample, 4> tiles;
+  tiles[0] = dataset_.load_resized(index);
+  for (int i = 1; i < 4; ++i) {
+    tiles[i] = dataset_.load_resized(static_cast<std::size_t>(random.integer(0, static_cast<int>(dataset_.size()) - 1)));
+  }
+  return mosaic4(tiles, cv::Size(s, s), xc, yc);
+}
+
+Sample TrainPipeline::yolo9_geometric(std::size_t index, SampleRandom& random, bool use_mosaic) const {
+  const int s = augment_.image_size;
+  const PerspectiveParams params{augment_.degrees, augment_.translate, augment_.scale_low,
+                                 augment_.scale_high, augment_.shear, augment_.perspective};
+  if (use_mosaic) return random_perspective(mosaic_of(index, random), params, cv::Size(s, s), random);
+  const auto boxed = letterbox(dataset_.load_resized(index), cv::Size(s, s));
+  return random_perspective(boxed.sample, params, cv::Size(s, s), random);
+}
+
+Sample TrainPipeline::yolo9_sample(std::size_t index, SampleRandom& random) const {
+  const bool use_mosaic = mosaic_enabled_ && random.chance(augment_.mosaic);
+  Sample out = yolo9_geometric(index, random, use_mosaic);
+  if (mosaic_enabled_ && random.chance(augment_.mixup)) {
+    const auto partner = static_cast<std::size_t>(random.integer(0, static_cast<int>(dataset_.size()) - 1));
+    SampleRandom partner_random = random.split();
+    out = mixup_beta(out, yolo9_geometric(partner, partner_random, use_mosaic), random);
+  }
+  // the geometric step always produced a fresh image, so colour work can be in place
+  if (random.chance(augment_.hsv_prob)) {
+    hsv_multiplicative(out.image, augment_.hue, augment_.saturation, augment_.value, random);
+  }
+  if (random.chance(augment_.flip_ud)) out = flip_vertical(out);
+  if (random.chance(augment_.flip_lr)) out = flip_horizontal(out);
+  return out;
+}
+
+Sample TrainPipeline::yolox_sample(std::size_t index, SampleRandom& random) const {
+  const int s = augment_.image_size;
+  const cv::Size input(s, s);
+  Sample out;
+  if (mosaic_enabled_ && random.chance(augment_.mosaic)) {
+    const PerspectiveParams params{augment_.degrees, augment_.translate, augment_.scale_low,
+                                   augment_.scale_high, augment_.shear, 0.0};
+    out = yolox_random_affine(mosaic_of(index, random), params, input, random);
+    if (!out.boxes.empty() && random.chance(augment_.mixup)) {
+      // YOLOX draws partners until one has labels; bounded here for label-less datasets.
+      for (int attempt = 0; attempt < 32; ++attempt) {
+        const auto partner = static_cast<std::size_t>(random.integer(0, static_cast<int>(dataset_.size()) - 1));
+        if (dataset_.record(partner).boxes.empty()) continue;
+        out = mixup_yolox(out, dataset_.load_resized(partner), {augment_.mixup_scale_low, augment_.mixup_scale_high},
+                          random);
+        break;
+      }
+    }
+  } else {
+    out = dataset_.load_resized(index);
+    out.image = out.image.clone();  // may be a cached image: HSV below works in place
+  }
+
+  // TrainTransform
+  if (out.boxes.empty()) return fit_top_left(out, input).sample;
+  const Sample original = {out.image.clone(), out.boxes};
+  if (random.chance(augment_.hsv_prob)) hsv_additive(out.image, 5, 30, 30, random);
+  if (random.chance(augment_.flip_lr)) out = flip_horizontal(out);
+  Sample fitted = fit_top_left(out, input).sample;
+  drop_small_boxes(fitted.boxes, input, 1.0f);
+  if (fitted.boxes.empty()) {  // every box vanished: fall back to the un-augmented sample
+    fitted = fit_top_left(original, input).sample;
+    drop_small_boxes(fitted.boxes, input, 1.0f);
+  }
+  return fitted;
+}
+
+}  // namespace libreyolo::data

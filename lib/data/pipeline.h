@@ -1,0 +1,57 @@
+// The training augmentation pipelines of the two families, built from the resolved config:
+//   yolo9 (Ultralytics v8_transforms): mosaic -> random perspective -> Beta mixup ->
+//         multiplicative HSV -> flips; without mosaic: letterbox -> random perspective.
+//   yolox (MosaicDetection + TrainTransform): mosaic -> random affine -> YOLOX mixup ->
+//         additive HSV -> flip -> top-left fit; boxes under 1 px dropped.
+// Each sample's draws derive from (seed, epoch, index).
+#pragma once
+
+#include "core/config.h"
+#include "data/dataset.h"
+#include "data/sample.h"
+#include "data/sample_random.h"
+
+#include <cstdint>
+#include <string>
+
+namespace libreyolo::data {
+
+struct AugmentConfig {
+  std::string family = "yolo9";
+  int image_size = 640;
+  double mosaic = 1.0, mixup = 0.0;
+  double hsv_prob = 1.0, hue = 0.015, saturation = 0.7, value = 0.4;
+  double flip_lr = 0.5, flip_ud = 0.0;
+  double degrees = 0.0, translate = 0.1, shear = 0.0, perspective = 0.0;
+  double scale_low = 0.5, scale_high = 1.5;              // mosaic_scale
+  double mixup_scale_low = 0.5, mixup_scale_high = 1.5;  // YOLOX mixup jitter
+  int max_labels = 300;
+
+  static AugmentConfig from_config(const config::Config& config);
+};
+
+class TrainPipeline {
+ public:
+  TrainPipeline(const DetectionDataset& dataset, AugmentConfig augment, std::uint64_t seed);
+
+  // LibreYOLO's no_aug_epochs switch: mosaic and mixup off for the last epochs.
+  void set_mosaic_enabled(bool enabled) { mosaic_enabled_ = enabled; }
+  bool mosaic_enabled() const { return mosaic_enabled_; }
+  const AugmentConfig& config() const { return augment_; }
+
+  // A square image_size x image_size sample with pixel boxes.
+  Sample sample(std::size_t index, int epoch) const;
+
+ private:
+  Sample yolo9_sample(std::size_t index, SampleRandom& random) const;
+  Sample yolo9_geometric(std::size_t index, SampleRandom& random, bool use_mosaic) const;
+  Sample yolox_sample(std::size_t index, SampleRandom& random) const;
+  Sample mosaic_of(std::size_t index, SampleRandom& random) const;
+
+  const DetectionDataset& dataset_;
+  AugmentConfig augment_;
+  std::uint64_t seed_;
+  bool mosaic_enabled_ = true;
+};
+
+}  // namespace libreyolo::data

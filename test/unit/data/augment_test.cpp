@@ -1,0 +1,169 @@
+// Geometric augmentations: paint white boxes, transform, and check that every transformed
+// box covers the white pixels it stands for (and, without rotation, fits them tightly).
+#include "catch.h"
+#include "data/augment/color.h"
+#include "data/augment/geometry.h"
+#include "data/augment/mosaic_mixup.h"
+
+#include <opencv2/imgproc.hpp>
+
+using namespace libreyolo::data;
+
+namespace {
+
+Sample painted(cv::Size size, const std::vector<cv::Rect>& rects) {
+  Sample sample;
+  sample.image = cv::Mat(size, CV_8UC3, cv::Scalar(0, 0, 0));
+  int cls = 0;
+  for (const auto& rect : rects) {
+    cv::rectangle(sample.image, rect, cv::Scalar(255, 255, 255), cv::FILLED);
+    sample.boxes.push_back({cls++, static_cast<float>(rect.x), static_cast<float>(rect.y),
+                            static_cast<float>(rect.x + rect.width), static_cast<float>(rect.y + rect.height)});
+  }
+  return sample;
+}
+
+// Bounding rectangle of the near-white pixels inside `box` grown by `margin`.
+cv::Rect2f white_inside(const cv::Mat& image, const PixelBox& box, float margin) {
+  cv::Mat gray;
+  cv::cvtColor(image, gray, cv::COLOR_BGR2GRAY);
+  const cv::Rect area = cv::Rect(cv::Point(static_cast<int>(box.x1 - margin), static_cast<int>(box.y1 - margin)),
+                                 cv::Point(static_cast<int>(box.x2 + margin) + 1, static_cast<int>(box.y2 + margin) + 1)) &
+                        cv::Rect(0, 0, image.cols, image.rows);
+  std::vector<cv::Point> points;
+  cv::findNonZero(gray(area) > 200, points);
+  if (points.empty()) return {};
+  const cv::Rect found = cv::boundingRect(points);
+  return cv::Rect2f(static_cast<float>(found.x + area.x), static_cast<float>(found.y + area.y),
+                    static_cast<float>(found.width), static_cast<float>(found.height));
+}
+
+// Every near-white pixel of the image lies inside some box (grown by `margin`).
+bool boxes_cover_white(const Sample& sample, float margin) {
+  cv::Mat gray;
+  cv::cvtColor(sample.image, gray, cv::COLOR_BGR2GRAY);
+  std::vector<cv::Point> points;
+  cv::findNonZero(gray > 200, points);
+  for (const auto& p : points) {
+    bool covered = false;
+    for (const auto& box : sample.boxes) {
+      covered = covered || (p.x >= box.x1 - margin && p.x + 1 <= box.x2 + margin && p.y >= box.y1 - margin &&
+                            p.y + 1 <= box.y2 + margin);
+    }
+    if (!covered) return false;
+  }
+  return true;
+}
+
+void check_tight(const Sample& sample, float tolerance) {
+  for (const auto& box : sample.boxes) {
+    const cv::Rect2f white = white_inside(sample.image, box, tolerance);
+    INFO("box " << box.x1 << "," << box.y1 << " " << box.x2 << "," << box.y2 << "  white " << white.x << ","
+                << white.y << " " << white.x + white.width << "," << white.y + white.height);
+    REQUIRE(white.area() > 0);
+    CHECK(std::abs(white.x - box.x1) <= tolerance);
+    CHECK(std::abs(white.y - box.y1) <= tolerance);
+    CHECK(std::abs(white.x + white.width - box.x2) <= tolerance);
+    CHECK(std::abs(white.y + white.height - box.y2) <= tolerance);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("flips move boxes with the pixels", "[augment]") {
+  const Sample sample = painted({120, 80}, {{10, 5, 30, 20}, {70, 40, 40, 30}});
+  check_tight(flip_horizontal(sample), 0.5f);
+  check_tight(flip_vertical(sample), 0.5f);
+  CHECK(flip_horizontal(sample).boxes[0].x1 == Approx(120 - 40));
+}
+
+TEST_CASE("letterbox and top-left fit keep boxes on the pixels", "[augment]") {
+  const Sample sample = painted({200, 100}, {{20, 10, 60, 40}, {150, 50, 40, 45}});
+  const auto boxed = letterbox(sample, {160, 160});
+  CHECK(boxed.sample.image.size() == cv::Size(160, 160));
+  CHECK(boxed.ratio == Approx(0.8));
+  CHECK(boxed.pad.y == Approx(40));
+  check_tight(boxed.sample, 1.5f);
+  const auto fitted = fit_top_left(sample, {160, 160});
+  CHECK(fitted.sample.image.at<cv::Vec3b>(150, 10) == cv::Vec3b(kPadValue, kPadValue, kPadValue));
+  check_tight(fitted.sample, 1.5f);
+  // mapping back: (box - pad) / ratio returns the original
+  const auto& box = boxed.sample.boxes[0];
+  CHECK((box.x1 - boxed.pad.x) / boxed.ratio == Approx(20).margin(0.01));
+  CHECK((box.y2 - boxed.pad.y) / boxed.ratio == Approx(50).margin(0.01));
+}
+
+TEST_CASE("random perspective: scale and translation keep boxes tight; rotation and shear keep them covering", "[augment]") {
+  const Sample sample = painted({320, 320}, {{40, 60, 80, 50}, {200, 180, 60, 90}});
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    SampleRandom random(seed, 0, 0);
+    const PerspectiveParams scale_only{0, 0.1, 0.6, 1.4, 0, 0};
+    const Sample moved = random_perspective(sample, scale_only, {320, 320}, random);
+    INFO("seed " << seed);
+    check_tight(moved, 2.0f);
+    CHECK(boxes_cover_white(moved, 1.5f));
+
+    SampleRandom random2(seed, 1, 0);
+    const PerspectiveParams full{15, 0.1, 0.6, 1.4, 5, 0};
+    const Sample rotated = random_perspective(sample, full, {320, 320}, random2);
+    CHECK(boxes_cover_white(rotated, 1.5f));
+  }
+}
+
+TEST_CASE("YOLOX random affine keeps boxes covering the pixels", "[augment]") {
+  const Sample sample = painted({256, 256}, {{30, 30, 60, 40}, {150, 120, 50, 80}});
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    SampleRandom random(seed, 0, 0);
+    const Sample moved = yolox_random_affine(sample, {10, 0.1, 0.5, 1.5, 2, 0}, {256, 256}, random);
+    INFO("seed " << seed);
+    CHECK(boxes_cover_white(moved, 1.5f));
+    SampleRandom random2(seed, 0, 0);
+    check_tight(yolox_random_affine(sample, {0, 0.1, 0.5, 1.5, 0, 0}, {256, 256}, random2), 2.0f);
+  }
+}
+
+TEST_CASE("box candidates drop boxes squashed or pushed out by a transform", "[augment]") {
+  CHECK(box_candidate({0, 0, 0, 100, 100}, {0, 10, 10, 60, 60}));
+  CHECK_FALSE(box_candidate({0, 0, 0, 100, 100}, {0, 10, 10, 12, 60}));   // 2 px wide
+  CHECK_FALSE(box_candidate({0, 0, 0, 100, 100}, {0, 0, 0, 20, 20}));     // 4 % of the area left
+  CHECK_FALSE(box_candidate({0, 0, 0, 1000, 1000}, {0, 0, 0, 500, 4.5}));  // aspect > 100
+}
+
+TEST_CASE("mosaic places four tiles around the centre with their boxes", "[augment]") {
+  std::array<Sample, 4> tiles = {painted({100, 80}, {{10, 10, 30, 20}}), painted({100, 100}, {{60, 50, 20, 40}}),
+                                 painted({80, 100}, {{5, 70, 50, 20}}), painted({100, 60}, {{40, 5, 30, 30}})};
+  for (const auto& [xc, yc] : std::vector<std::pair<int, int>>{{100, 100}, {60, 140}, {150, 70}}) {
+    const Sample mosaic = mosaic4(tiles, {100, 100}, xc, yc);
+    INFO("centre " << xc << "," << yc);
+    CHECK(mosaic.image.size() == cv::Size(200, 200));
+    CHECK(boxes_cover_white(mosaic, 0.5f));
+    check_tight(mosaic, 0.5f);
+  }
+  // at the canvas centre every tile is whole, so all four boxes survive
+  CHECK(mosaic4(tiles, {100, 100}, 100, 100).boxes.size() == 4);
+}
+
+TEST_CASE("mixups keep both label sets on the blended pixels", "[augment]") {
+  const Sample a = painted({128, 128}, {{10, 10, 40, 40}});
+  const Sample b = painted({128, 128}, {{70, 70, 40, 40}});
+  SampleRandom random(3, 0, 0);
+  const Sample beta = mixup_beta(a, b, random);
+  CHECK(beta.boxes.size() == 2);
+  const Sample yolox = mixup_yolox(a, b, {1.0, 1.0}, random);
+  CHECK(yolox.boxes.size() == 2);
+  CHECK(yolox.image.size() == a.image.size());
+}
+
+TEST_CASE("HSV jitter changes colour, not geometry, and is deterministic per seed", "[augment]") {
+  const Sample sample = painted({64, 64}, {{10, 10, 20, 20}});
+  cv::Mat colourful(64, 64, CV_8UC3, cv::Scalar(40, 120, 200));
+  cv::Mat a = colourful.clone(), b = colourful.clone(), c = colourful.clone();
+  SampleRandom r1(1, 0, 0), r2(1, 0, 0);
+  hsv_multiplicative(a, 0.015, 0.7, 0.4, r1);
+  hsv_multiplicative(b, 0.015, 0.7, 0.4, r2);
+  CHECK(cv::norm(a, b, cv::NORM_INF) == 0);
+  CHECK(cv::norm(a, colourful, cv::NORM_INF) > 0);
+  SampleRandom r3(5, 0, 0);
+  hsv_additive(c, 5, 30, 30, r3);
+  CHECK(c.size() == colourful.size());
+}

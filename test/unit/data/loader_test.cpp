@@ -1,0 +1,140 @@
+#include "catch.h"
+#include "data/dataset.h"
+#include "data/label_scan.h"
+#include "data/loader.h"
+#include "data/pipeline.h"
+#include "test_images.h"
+
+#include <ATen/ATen.h>
+#include <opencv2/imgproc.hpp>
+
+using namespace libreyolo::data;
+using namespace test_images;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 10 images of different sizes with 1-2 boxes each, one background.
+std::vector<ImageRecord> small_dataset(const fs::path& root) {
+  std::vector<fs::path> paths;
+  for (int i = 0; i < 10; ++i) {
+    const int w = 80 + 16 * i, h = 60 + 8 * (9 - i);
+    cv::Mat image = gradient(w, h);
+    cv::rectangle(image, cv::Rect(w / 4, h / 4, w / 3, h / 3), cv::Scalar(255, 255, 255), cv::FILLED);
+    const auto path = root / "images" / ("img" + std::to_string(i) + ".jpg");
+    write_bytes(path, jpeg_bytes(image));
+    if (i != 7) {
+      write_text(root / "labels" / ("img" + std::to_string(i) + ".txt"),
+                 "0 " + std::to_string((0.25 + 1.0 / 6)) + " " + std::to_string(0.25 + 1.0 / 6) + " 0.3333 0.3333\n" +
+                     (i % 2 ? "1 0.8 0.8 0.1 0.1\n" : ""));
+    }
+    paths.push_back(path);
+  }
+  auto scan = scan_images(paths, 2, {.threads = 1, .use_cache = false});
+  REQUIRE(scan.images.size() == 10);
+  return scan.images;
+}
+
+std::vector<Batch> run_epoch(Loader& loader, int epoch) {
+  loader.start_epoch(epoch);
+  std::vector<Batch> batches;
+  while (auto batch = loader.next()) batches.push_back(std::move(*batch));
+  return batches;
+}
+
+}  // namespace
+
+TEST_CASE("batches are identical whatever the number of workers", "[loader]") {
+  const auto root = fresh_folder("loader");
+  DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
+  for (const std::string family : {"yolo9", "yolox"}) {
+    AugmentConfig augment;
+    augment.family = family;
+    augment.image_size = 128;
+    augment.mixup = 0.5;
+    augment.degrees = 5;
+    augment.shear = 2;
+    TrainPipeline pipeline(dataset, augment, 42);
+    const auto make = [&](std::size_t index, int epoch) { return pipeline.sample(index, epoch); };
+    std::vector<std::vector<Batch>> runs;
+    for (const int workers : {0, 1, 3}) {
+      Loader loader(make, dataset.size(), {.batch_size = 4, .workers = workers, .seed = 7});
+      CHECK(loader.batches_per_epoch() == 3);
+      runs.push_back(run_epoch(loader, 1));
+      runs.push_back(run_epoch(loader, 2));
+    }
+    INFO(family);
+    for (std::size_t run = 2; run < runs.size(); ++run) {
+      REQUIRE(runs[run].size() == runs[run % 2].size());
+      for (std::size_t b = 0; b < runs[run].size(); ++b) {
+        CHECK(runs[run][b].indices == runs[run % 2][b].indices);
+        CHECK(at::equal(runs[run][b].images, runs[run % 2][b].images));
+        CHECK(at::equal(runs[run][b].targets, runs[run % 2][b].targets));
+      }
+    }
+    // epochs differ in order and augmentation
+    CHECK_FALSE(at::equal(runs[0][0].images, runs[1][0].images));
+    // shapes and target ranges
+    const Batch& batch = runs[0][0];
+    CHECK(batch.images.sizes() == at::IntArrayRef({4, 3, 128, 128}));
+    CHECK(batch.images.scalar_type() == at::kByte);
+    if (batch.targets.size(0) > 0) {
+      CHECK(batch.targets.select(1, 2).min().item<float>() >= 0.0f);
+      CHECK(batch.targets.select(1, 2).max().item<float>() <= 1.0f);
+      CHECK(batch.targets.select(1, 0).max().item<float>() <= 3.0f);
+    }
+  }
+  fs::remove_all(root);
+}
+
+TEST_CASE("distributed shards split the epoch without overlap", "[loader]") {
+  const auto make = [](std::size_t, int) { return Sample{cv::Mat(8, 8, CV_8UC3, cv::Scalar(0)), {}}; };
+  Loader rank0(make, 10, {.batch_size = 2, .workers = 0, .seed = 3, .rank = 0, .world_size = 2});
+  Loader rank1(make, 10, {.batch_size = 2, .workers = 0, .seed = 3, .rank = 1, .world_size = 2});
+  auto a = rank0.epoch_order(4);
+  auto b = rank1.epoch_order(4);
+  CHECK(a.size() == 5);
+  CHECK(b.size() == 5);
+  std::vector<std::size_t> all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  std::sort(all.begin(), all.end());
+  CHECK(std::unique(all.begin(), all.end()) == all.end());
+  // 3 ranks over 10 images: padded to 12 by wrapping
+  Loader third(make, 10, {.batch_size = 2, .workers = 0, .seed = 3, .rank = 2, .world_size = 3});
+  CHECK(third.epoch_order(0).size() == 4);
+}
+
+TEST_CASE("a worker's exception reaches the consumer", "[loader]") {
+  const auto make = [](std::size_t index, int) -> Sample {
+    if (index == 3) throw std::runtime_error("broken image 3");
+    return Sample{cv::Mat(8, 8, CV_8UC3, cv::Scalar(0)), {}};
+  };
+  Loader loader(make, 6, {.batch_size = 2, .workers = 2, .shuffle = false});
+  loader.start_epoch(0);
+  CHECK(loader.next().has_value());
+  CHECK_THROWS_WITH(loader.next(), "broken image 3");
+}
+
+TEST_CASE("the RAM cache gives the same samples as decoding", "[loader]") {
+  const auto root = fresh_folder("ramcache");
+  const auto records = small_dataset(root);
+  DetectionDataset plain(records, 2, 96, CacheMode::none);
+  DetectionDataset cached(records, 2, 96, CacheMode::ram);
+  REQUIRE(cached.cache_mode() == CacheMode::ram);
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    const Sample a = plain.load_resized(i);
+    const Sample b = cached.load_resized(i);
+    const Sample c = cached.load_resized(i);
+    CHECK(std::max(a.image.cols, a.image.rows) == 96);
+    CHECK(cv::norm(a.image, b.image, cv::NORM_INF) == 0);
+    CHECK(cv::norm(b.image, c.image, cv::NORM_INF) == 0);
+  }
+  DetectionDataset disk(records, 2, 96, CacheMode::disk);
+  REQUIRE(disk.cache_mode() == CacheMode::disk);
+  const Sample first = disk.load_resized(2);   // writes the cache file
+  const Sample second = disk.load_resized(2);  // reads it back
+  CHECK(cv::norm(first.image, second.image, cv::NORM_INF) == 0);
+  CHECK(cv::norm(first.image, plain.load_resized(2).image, cv::NORM_INF) == 0);
+  CHECK(fs::exists(root / "images" / "img2.jpg.96.libreyolo"));
+  fs::remove_all(root);
+}
