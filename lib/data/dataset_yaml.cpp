@@ -103,14 +103,14 @@ std::vector<std::string> read_names(const YAML::Node& node, const fs::path& yaml
 }
 
 fs::path resolve_root(const YAML::Node& node, const fs::path& yaml_file, bool builtin) {
-  if (!node || node.IsNull()) return yaml_file.parent_path();
+  if (!node || node.IsNull()) return yaml_file.parent_path().lexically_normal();
   const fs::path path(node.as<std::string>());
   if (path.is_absolute()) return path;
   if (builtin) return datasets_dir() / path;
   for (const auto& base : {yaml_file.parent_path(), fs::current_path(), datasets_dir()}) {
-    if (fs::exists(base / path)) return base / path;
+    if (fs::exists(base / path)) return (base / path).lexically_normal();
   }
-  return yaml_file.parent_path() / path;
+  return (yaml_file.parent_path() / path).lexically_normal();
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <opencv2/core.hpp>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -51,6 +53,13 @@ Loader::Loader(SampleFunction make_sample, std::size_t dataset_size, LoaderOptio
   options_.batch_size = std::max(1, options_.batch_size);
   options_.world_size = std::max(1, options_.world_size);
   options_.prefetch_batches = std::max(1, options_.prefetch_batches);
+  // Our workers are the parallelism; OpenCV's own thread pool on top of them only contends
+  // for the same cores (Ultralytics sets cv2.setNumThreads(0) in its workers for the same reason).
+  if (options_.workers > 0) cv::setNumThreads(1);
+  // Every sample allocates image buffers of megabytes; glibc would mmap and munmap each one
+  // (page faults, zeroing and cross-core TLB shootdowns). Keep such buffers in the heap instead.
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 

@@ -25,7 +25,7 @@ printf 'train: images/train\nnames: [a]\n' >bad/data.yaml
 expect_exit 3 data check data=bad/data.yaml
 expect_in "$WORK/err" "no valid image"
 expect_exit 3 train data=bad/data.yaml
-expect_in "$WORK/err" "no valid training image"
+expect_in "$WORK/err" "no valid image in the 'train' split"
 
 # YAML and built-in mistakes
 expect_exit 3 data check data=ds/missing.yaml

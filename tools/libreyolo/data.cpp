@@ -6,6 +6,14 @@
 #include "core/option_help.h"
 #include "data/dataset_yaml.h"
 #include "data/label_scan.h"
+#include "core/atomic_file.h"
+#include "data/preview.h"
+#include "data/synth.h"
+#include "data/training_data.h"
+
+#include <opencv2/imgcodecs.hpp>
+
+#include <filesystem>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -31,7 +39,7 @@ int size_bucket(int long_side) {
   return 0;
 }
 
-SplitReport scan_split(const data::DatasetSpec& spec, const std::string& split, int workers) {
+SplitReport report_split(const data::DatasetSpec& spec, const std::string& split, int workers) {
   SplitReport report;
   report.name = split;
   const auto images = data::list_images(spec.split(split), split);
@@ -89,7 +97,7 @@ int run_data_check(const Arguments& arguments) {
   if (!config.get_bool("json")) fmt::print("{} ({} classes, root {})\n", spec.yaml_file.string(), spec.class_count(), spec.root.string());
   for (const std::string split : {"train", "val", "test"}) {
     if (spec.split(split).empty()) continue;
-    const auto report = scan_split(spec, split, static_cast<int>(config.get_int("workers")));
+    const auto report = report_split(spec, split, static_cast<int>(config.get_int("workers")));
     any_image = any_image || !report.scan.images.empty();
     if (config.get_bool("json")) {
       out[split] = report_json(spec, report);
@@ -102,18 +110,73 @@ int run_data_check(const Arguments& arguments) {
   return 0;
 }
 
+config::Config data_config(const Arguments& arguments) {
+  auto config = config::Config::from_arguments(config::command_data, arguments);
+  log::set_quiet(config.get_bool("quiet"));
+  return config;
+}
+
+int run_data_synth(const Arguments& arguments) {
+  const auto config = data_config(arguments);
+  data::SynthOptions options;
+  options.out = config.get_text("out");
+  options.train_images = static_cast<int>(config.get_int("synth_images"));
+  options.val_images = static_cast<int>(config.get_int("synth_val_images"));
+  options.image_size = static_cast<int>(config.get_int("synth_size"));
+  options.seed = static_cast<std::uint64_t>(config.get_int("seed"));
+  const auto result = data::write_synthetic_dataset(options);
+  log::info("wrote {} images with {} boxes; use data={}", result.images, result.boxes, result.yaml.string());
+  if (config.get_bool("json")) {
+    fmt::print("{}\n", nlohmann::json{{"yaml", result.yaml.string()}, {"images", result.images}, {"boxes", result.boxes}}.dump());
+  }
+  return 0;
+}
+
+int run_data_preview(const Arguments& arguments) {
+  const auto config = data_config(arguments);
+  if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data preview data=... out=preview.jpg");
+  const auto training = data::load_training_data(config);
+  const int count = static_cast<int>(std::min<std::int64_t>(config.get_int("preview_images"),
+                                                            static_cast<std::int64_t>(training.dataset->size())));
+  std::vector<cv::Mat> drawn;
+  for (int i = 0; i < count; ++i) {
+    drawn.push_back(data::draw_sample(training.pipeline->sample(static_cast<std::size_t>(i), 0), training.spec.names));
+  }
+  const cv::Mat grid = data::tile_grid(drawn, std::min(training.pipeline->config().image_size, 480));
+  const std::string out = config.get_text("out").empty() ? "runs/data/preview.jpg" : config.get_text("out");
+  std::string extension = std::filesystem::path(out).extension().string();
+  if (extension.empty()) extension = ".jpg";
+  std::vector<uchar> encoded;
+  bool ok = false;
+  try {
+    ok = cv::imencode(extension, grid, encoded, {cv::IMWRITE_JPEG_QUALITY, 90});
+  } catch (const cv::Exception&) {
+  }
+  if (!ok) throw UsageError(fmt::format("out={}: cannot write '{}' images; use .jpg or .png", out, extension));
+  write_file_atomically(out, std::string_view(reinterpret_cast<const char*>(encoded.data()), encoded.size()));
+  log::info("{} augmented samples ({} pipeline) written to {}", count, training.pipeline->config().family, out);
+  return 0;
+}
+
 }  // namespace
 
 int run_data(const Arguments& arguments) {
   const std::string action = arguments.empty() ? "" : arguments.front();
   const Arguments rest = arguments.empty() ? Arguments{} : Arguments(arguments.begin() + 1, arguments.end());
   if (action == "check") return run_data_check(rest);
+  if (action == "synth") return run_data_synth(rest);
+  if (action == "preview") return run_data_preview(rest);
+  if (action == "bench") return run_data_bench(rest);
   if (action.empty() || action == "--help" || action == "-h" || action == "help") {
-    fmt::print("usage: libreyolo data check data=<yaml|coco8|coco128|coco> [workers=N] [json=true]\n"
-               "  check   scan every split: kept/background/corrupt counts, per-class counts, image sizes\n");
+    fmt::print("usage: libreyolo data <action> key=value ...\n"
+               "  check    data=...            scan every split: kept/background/corrupt counts, classes, sizes\n"
+               "  preview  data=... out=x.jpg  grid of augmented training samples with boxes and class names\n"
+               "  bench    data=...            images/s of the full training pipeline (JSON)\n"
+               "  synth    out=DIR             write a deterministic synthetic shapes dataset\n"
+               "Keys: libreyolo cfg data (model= picks the family pipeline; imgsz, workers, batch, cache, seed).\n");
     return action.empty() ? 2 : 0;
   }
-  throw UsageError(fmt::format("unknown data action '{}': use 'libreyolo data check data=...'", action));
+  throw UsageError(fmt::format("unknown data action '{}': use check, preview, bench or synth", action));
 }
 
 }  // namespace libreyolo::cli

@@ -7,7 +7,7 @@
 #include "core/option_help.h"
 #include "core/run_dir.h"
 #include "data/dataset_yaml.h"
-#include "data/label_scan.h"
+#include "data/training_data.h"
 
 #include <fmt/core.h>
 #include <algorithm>
@@ -30,22 +30,6 @@ void require_data_argument(const std::string& data) {
   }
 }
 
-// Scans the train and val splits, printing Ultralytics' summary line for each; a train split
-// without one valid image is a data error.
-void scan_dataset(const data::DatasetSpec& spec, int workers) {
-  for (const std::string split : {"train", "val"}) {
-    if (spec.split(split).empty()) continue;
-    const auto images = data::list_images(spec.split(split), split);
-    const auto scan = data::scan_images(images, spec.class_count(), {.threads = std::max(1, workers)});
-    for (const auto& message : scan.messages) log::warn("{}", message);
-    log::info("{}: Scanning {}{}... {}", split, scan.cache_file.string(), scan.from_cache ? "" : " (new)", scan.summary());
-    if (split == "train" && scan.images.empty()) {
-      throw DataError(fmt::format("{}: no valid training image (of {} found); see the messages above",
-                                  spec.yaml_file.string(), images.size()));
-    }
-  }
-}
-
 }  // namespace
 
 int run_train(const Arguments& arguments) {
@@ -62,7 +46,9 @@ int run_train(const Arguments& arguments) {
     return 0;
   }
   const auto dataset = data::load_dataset_spec(config.get_text("data"));
-  scan_dataset(dataset, static_cast<int>(config.get_int("workers")));
+  for (const std::string split : {"train", "val"}) {
+    if (!dataset.split(split).empty()) data::scan_split(dataset, split, static_cast<int>(config.get_int("workers")));
+  }
   const auto run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), config.get_bool("exist_ok"));
   write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
   log::info("Logging results to {}", run_dir.string());

@@ -11,13 +11,14 @@ namespace libreyolo::data {
 
 namespace {
 
+// One 3-channel LUT pass on the interleaved HSV image (no split/merge): the colour step is
+// memory-bound, so fewer passes over the image is what makes it fast.
 void apply_luts(cv::Mat& bgr, const std::array<cv::Mat, 3>& luts) {
-  cv::Mat hsv;
+  thread_local cv::Mat hsv;
+  cv::Mat table;
+  cv::merge(luts.data(), 3, table);
   cv::cvtColor(bgr, hsv, cv::COLOR_BGR2HSV);
-  std::array<cv::Mat, 3> channels;
-  cv::split(hsv, channels.data());
-  for (int c = 0; c < 3; ++c) cv::LUT(channels[c], luts[c], channels[c]);
-  cv::merge(channels.data(), 3, hsv);
+  cv::LUT(hsv, table, hsv);
   cv::cvtColor(hsv, bgr, cv::COLOR_HSV2BGR);
 }
 

@@ -1,0 +1,34 @@
+#include "data/training_data.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+#include <fmt/format.h>
+
+namespace libreyolo::data {
+
+ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int workers) {
+  const auto images = list_images(spec.split(split), split);
+  ScanResult scan = scan_images(images, spec.class_count(), {.threads = std::max(1, workers)});
+  for (const auto& message : scan.messages) log::warn("{}", message);
+  log::info("{}: Scanning {}{}... {}", split, scan.cache_file.string(), scan.from_cache ? "" : " (new)", scan.summary());
+  if (scan.images.empty()) {
+    throw DataError(fmt::format("{}: no valid image in the '{}' split (of {} found); see the messages above",
+                                spec.yaml_file.string(), split, images.size()));
+  }
+  return scan;
+}
+
+TrainingData load_training_data(const config::Config& config) {
+  TrainingData data;
+  data.spec = load_dataset_spec(config.get_text("data"));
+  const int workers = static_cast<int>(config.get_int("workers"));
+  ScanResult scan = scan_split(data.spec, "train", workers);
+  const AugmentConfig augment = AugmentConfig::from_config(config);
+  data.dataset = std::make_unique<DetectionDataset>(std::move(scan.images), data.spec.class_count(), augment.image_size,
+                                                    parse_cache_mode(config.get_text("cache")));
+  data.pipeline = std::make_unique<TrainPipeline>(*data.dataset, augment, static_cast<std::uint64_t>(config.get_int("seed")));
+  return data;
+}
+
+}  // namespace libreyolo::data

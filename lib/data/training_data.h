@@ -1,0 +1,29 @@
+// From a resolved config to what training consumes: the dataset spec, the scanned train split
+// as a DetectionDataset (with its cache mode) and the family's augmentation pipeline.
+#pragma once
+
+#include "core/config.h"
+#include "data/dataset.h"
+#include "data/dataset_yaml.h"
+#include "data/label_scan.h"
+#include "data/pipeline.h"
+
+#include <memory>
+#include <string>
+
+namespace libreyolo::data {
+
+// Lists and scans one split, logging Ultralytics' line ("train: Scanning ... N images, M
+// backgrounds, K corrupt") and one warning per skipped image.
+ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int workers);
+
+struct TrainingData {
+  DatasetSpec spec;
+  std::unique_ptr<DetectionDataset> dataset;
+  std::unique_ptr<TrainPipeline> pipeline;
+};
+
+// Throws DataError when the train split has no valid image.
+TrainingData load_training_data(const config::Config& config);
+
+}  // namespace libreyolo::data

@@ -1,0 +1,60 @@
+#include "data/val_batches.h"
+
+#include "data/augment/geometry.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace libreyolo::data {
+
+RectBatchPlan plan_rect_batches(const std::vector<ImageRecord>& records, int batch_size, int image_size, int stride,
+                                double pad) {
+  std::vector<std::size_t> order(records.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto aspect = [&](std::size_t i) { return static_cast<double>(records[i].height) / records[i].width; };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return aspect(a) < aspect(b); });
+
+  RectBatchPlan plan;
+  for (std::size_t start = 0; start < order.size(); start += static_cast<std::size_t>(batch_size)) {
+    const std::size_t end = std::min(order.size(), start + static_cast<std::size_t>(batch_size));
+    std::vector<std::size_t> batch(order.begin() + static_cast<long>(start), order.begin() + static_cast<long>(end));
+    const double smallest = aspect(batch.front());
+    const double largest = aspect(batch.back());
+    double height = 1, width = 1;  // relative shape [h, w]
+    if (largest < 1) {
+      height = largest;
+    } else if (smallest > 1) {
+      width = 1 / smallest;
+    }
+    const auto to_pixels = [&](double relative) {
+      return static_cast<int>(std::ceil(relative * image_size / stride + pad)) * stride;
+    };
+    plan.shapes.emplace_back(to_pixels(width), to_pixels(height));
+    plan.batches.push_back(std::move(batch));
+  }
+  return plan;
+}
+
+ValSample letterbox_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape) {
+  const ImageRecord& record = dataset.record(index);
+  const Sample resized = dataset.load_resized(index);
+  const LetterboxResult boxed = letterbox(resized, shape, /*scale_up=*/false);
+  ValSample out;
+  out.sample = boxed.sample;
+  out.original = cv::Size(record.width, record.height);
+  out.gain = boxed.ratio * static_cast<double>(std::max(resized.image.cols, resized.image.rows)) /
+             std::max(record.width, record.height);
+  out.pad = boxed.pad;
+  return out;
+}
+
+PixelBox to_original_pixels(const PixelBox& box, const ValSample& sample) {
+  const auto map = [&](float value, double pad, int limit) {
+    return static_cast<float>(std::clamp((value - pad) / sample.gain, 0.0, static_cast<double>(limit)));
+  };
+  return {box.cls, map(box.x1, sample.pad.x, sample.original.width), map(box.y1, sample.pad.y, sample.original.height),
+          map(box.x2, sample.pad.x, sample.original.width), map(box.y2, sample.pad.y, sample.original.height)};
+}
+
+}  // namespace libreyolo::data

@@ -1,0 +1,34 @@
+// Validation batches as Ultralytics builds them: images sorted by aspect ratio, one
+// rectangular shape per batch (a stride multiple, plus half a stride of padding), each image
+// letterboxed into it without upscaling; the ratio and padding are kept so predictions map
+// back to original pixels.
+#pragma once
+
+#include "data/dataset.h"
+#include "data/sample.h"
+
+#include <vector>
+
+namespace libreyolo::data {
+
+struct RectBatchPlan {
+  std::vector<std::vector<std::size_t>> batches;  // dataset indices, sorted by aspect ratio
+  std::vector<cv::Size> shapes;                   // width x height of each batch
+};
+
+RectBatchPlan plan_rect_batches(const std::vector<ImageRecord>& records, int batch_size, int image_size,
+                                int stride = 32, double pad = 0.5);
+
+struct ValSample {
+  Sample sample;            // letterboxed image, boxes in its pixels
+  cv::Size original;        // original (upright) image size
+  double gain = 1;          // letterboxed pixels per original pixel
+  cv::Point2d pad;          // left/top padding in letterboxed pixels
+};
+
+ValSample letterbox_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape);
+
+// Letterboxed-image box -> original-image pixels (clipped to the image).
+PixelBox to_original_pixels(const PixelBox& box, const ValSample& sample);
+
+}  // namespace libreyolo::data

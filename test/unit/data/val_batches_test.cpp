@@ -1,0 +1,56 @@
+#include "catch.h"
+#include "data/val_batches.h"
+#include "test_images.h"
+
+#include <opencv2/imgproc.hpp>
+
+using namespace libreyolo::data;
+using namespace test_images;
+namespace fs = std::filesystem;
+
+TEST_CASE("rect batches: sorted by aspect ratio, one stride-multiple shape per batch", "[val_batches]") {
+  std::vector<ImageRecord> records;
+  for (const auto& [w, h] : std::vector<std::pair<int, int>>{{640, 480}, {480, 640}, {640, 640}, {640, 360}, {300, 600}, {640, 426}}) {
+    records.push_back({"x.jpg", w, h, {}});
+  }
+  const auto plan = plan_rect_batches(records, 2, 640);
+  REQUIRE(plan.batches.size() == 3);
+  // aspect h/w ascending: 360/640, 426/640, 480/640, 1, 640/480, 600/300
+  CHECK(plan.batches[0] == std::vector<std::size_t>{3, 5});
+  CHECK(plan.batches[2] == std::vector<std::size_t>{1, 4});
+  // all wide: [h, w] = [426/640, 1] -> ceil(0.666*20 + 0.5)*32 = 448 high, ceil(20.5)*32 = 672 wide
+  CHECK(plan.shapes[0] == cv::Size(672, 448));
+  // mixed (0.75 and 1.0): square
+  CHECK(plan.shapes[1] == cv::Size(672, 672));
+  // all tall: [1, 1/min] = [1, 0.75] -> 672 high, ceil(15.5)*32 = 512 wide
+  CHECK(plan.shapes[2] == cv::Size(512, 672));
+  for (const auto& shape : plan.shapes) {
+    CHECK(shape.width % 32 == 0);
+    CHECK(shape.height % 32 == 0);
+  }
+}
+
+TEST_CASE("validation letterbox keeps ratio and maps boxes back to original pixels", "[val_batches]") {
+  const auto root = fresh_folder("valbox");
+  cv::Mat image(300, 500, CV_8UC3, cv::Scalar(0, 0, 0));
+  cv::rectangle(image, cv::Rect(100, 60, 120, 90), cv::Scalar(255, 255, 255), cv::FILLED);
+  write_bytes(root / "images" / "a.png", [&] {
+    std::vector<std::uint8_t> png;
+    cv::imencode(".png", image, png);
+    return png;
+  }());
+  write_text(root / "labels" / "a.txt", "0 0.32 0.35 0.24 0.3\n");
+  auto scan = scan_images({root / "images" / "a.png"}, 1, {.threads = 1, .use_cache = false});
+  DetectionDataset dataset(scan.images, 1, 320, CacheMode::none);
+  const auto plan = plan_rect_batches({dataset.record(0)}, 1, 320);
+  const ValSample sample = letterbox_for_validation(dataset, 0, plan.shapes[0]);
+  CHECK(sample.sample.image.size() == plan.shapes[0]);
+  CHECK(sample.original == cv::Size(500, 300));
+  CHECK(sample.gain == Approx(320.0 / 500.0));
+  const PixelBox back = to_original_pixels(sample.sample.boxes[0], sample);
+  CHECK(back.x1 == Approx(100).margin(0.5));
+  CHECK(back.y1 == Approx(60).margin(0.5));
+  CHECK(back.x2 == Approx(220).margin(0.5));
+  CHECK(back.y2 == Approx(150).margin(0.5));
+  fs::remove_all(root);
+}

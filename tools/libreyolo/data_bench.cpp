@@ -1,0 +1,112 @@
+// `libreyolo data bench data=...`: images/s of the full training data pipeline (decode,
+// augment, collate) through the threaded loader, median of `repeat` runs, as one JSON line;
+// plus the single-thread cost of decoding and of the augmentation step alone, to compare the
+// loader with the sum of its parts.
+#include "commands.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "data/loader.h"
+#include "data/training_data.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+namespace libreyolo::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Milliseconds per call of `work(i)` over the first `count` indices, on this thread.
+template <typename Work>
+double milliseconds_per_call(std::size_t count, Work&& work) {
+  const auto start = Clock::now();
+  for (std::size_t i = 0; i < count; ++i) work(i);
+  return 1000.0 * seconds_since(start) / static_cast<double>(count);
+}
+
+}  // namespace
+
+int run_data_bench(const Arguments& arguments) {
+  const auto config = config::Config::from_arguments(config::command_data, arguments);
+  log::set_quiet(config.get_bool("quiet"));
+  if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data bench data=coco128");
+  const auto training = data::load_training_data(config);
+  const auto& dataset = *training.dataset;
+  const auto& pipeline = *training.pipeline;
+  const int batch = static_cast<int>(std::max<std::int64_t>(1, config.get_int("batch")));
+  const int workers = static_cast<int>(config.get_int("workers"));
+  const int timed_batches = static_cast<int>(config.get_int("bench_batches"));
+
+  // single-thread parts: decode+resize without any cache, then augmentation on RAM-cached images
+  const std::size_t probe = std::min<std::size_t>(32, dataset.size());
+  std::vector<data::ImageRecord> records;
+  for (std::size_t i = 0; i < dataset.size(); ++i) records.push_back(dataset.record(i));
+  const data::DetectionDataset uncached(records, dataset.class_count(), dataset.image_size(), data::CacheMode::none);
+  const data::DetectionDataset cached(records, dataset.class_count(), dataset.image_size(), data::CacheMode::ram);
+  for (std::size_t i = 0; i < cached.size(); ++i) cached.load_resized(i);
+  const data::TrainPipeline cached_pipeline(cached, pipeline.config(), static_cast<std::uint64_t>(config.get_int("seed")));
+  const double decode_ms = milliseconds_per_call(probe, [&](std::size_t i) { uncached.load_resized(i); });
+  const double augment_ms = milliseconds_per_call(probe, [&](std::size_t i) { cached_pipeline.sample(i, 0); });
+
+  data::Loader loader([&](std::size_t index, int epoch) { return pipeline.sample(index, epoch); }, dataset.size(),
+                      {.batch_size = batch, .workers = workers, .seed = static_cast<std::uint64_t>(config.get_int("seed"))});
+  int epoch = 0;
+  if (dataset.cache_mode() != data::CacheMode::none) {  // fill the cache once, untimed
+    loader.start_epoch(epoch++);
+    while (loader.next()) {
+    }
+  }
+  std::vector<double> rates;
+  for (std::int64_t run = 0; run < config.get_int("repeat"); ++run) {
+    loader.start_epoch(epoch++);
+    std::size_t images = 0;
+    const auto start = Clock::now();
+    for (int b = 0; b < timed_batches; ++b) {
+      auto next = loader.next();
+      if (!next) {
+        loader.start_epoch(epoch++);
+        next = loader.next();
+      }
+      images += static_cast<std::size_t>(next->images.size(0));
+    }
+    rates.push_back(static_cast<double>(images) / seconds_since(start));
+    log::info("run {}: {:.1f} images/s", run + 1, rates.back());
+  }
+
+  const auto& augment = pipeline.config();
+  const nlohmann::json result = {
+      {"bench", "data_pipeline"},
+      {"data", config.get_text("data")},
+      {"family", augment.family},
+      {"imgsz", augment.image_size},
+      {"batch", batch},
+      {"workers", workers},
+      {"cache", config.get_text("cache")},
+      {"mosaic", augment.mosaic},
+      {"mixup", augment.mixup},
+      {"images_per_second_median", median(rates)},
+      {"images_per_second_runs", rates},
+      {"single_thread_decode_ms_per_image", decode_ms},
+      {"single_thread_augment_ms_per_sample", augment_ms},
+      {"hardware_threads", std::thread::hardware_concurrency()},
+  };
+  fmt::print("{}\n", result.dump());
+  return 0;
+}
+
+}  // namespace libreyolo::cli
