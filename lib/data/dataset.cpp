@@ -10,6 +10,7 @@
 #include <opencv2/imgproc.hpp>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -52,6 +53,8 @@ CacheMode parse_cache_mode(const std::string& text) {
 
 DetectionDataset::DetectionDataset(std::vector<ImageRecord> records, int class_count, int image_size, CacheMode cache)
     : records_(std::move(records)), class_count_(class_count), image_size_(image_size), cache_(cache) {
+  static std::atomic<std::uint64_t> next_id{1};
+  id_ = next_id++;
   if (cache_ == CacheMode::ram) {
     const std::uint64_t needed = resized_bytes();
     const std::uint64_t available = available_memory_bytes();
@@ -98,6 +101,25 @@ cv::Mat DetectionDataset::decode_resized(std::size_t index) const {
   return image;
 }
 
+// The images this thread decoded last (its current batch and mosaic partners drawn from it):
+// a batch decodes each image once however often the augmentations use it.
+cv::Mat DetectionDataset::recently_decoded(std::size_t index) const {
+  struct Entry {
+    std::uint64_t dataset;
+    std::size_t index;
+    cv::Mat image;
+  };
+  constexpr std::size_t kCapacity = 64;
+  thread_local std::vector<Entry> recent;
+  for (auto it = recent.begin(); it != recent.end(); ++it) {
+    if (it->dataset == id_ && it->index == index) return it->image;
+  }
+  cv::Mat image = decode_resized(index);
+  if (recent.size() == kCapacity) recent.erase(recent.begin());
+  recent.push_back({id_, index, image});
+  return image;
+}
+
 cv::Mat DetectionDataset::load_disk_cached(std::size_t index) const {
   const fs::path path = disk_cache_path(records_[index].image, image_size_);
   std::ifstream stream(path, std::ios::binary);
@@ -138,7 +160,7 @@ Sample DetectionDataset::load_resized(std::size_t index) const {
   } else if (cache_ == CacheMode::disk) {
     image = load_disk_cached(index);
   } else {
-    image = decode_resized(index);
+    image = recently_decoded(index);
   }
   Sample sample;
   sample.image = image;

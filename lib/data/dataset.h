@@ -36,11 +36,13 @@ class DetectionDataset {
  private:
   cv::Mat decode_resized(std::size_t index) const;
   cv::Mat load_disk_cached(std::size_t index) const;
+  cv::Mat recently_decoded(std::size_t index) const;
 
   std::vector<ImageRecord> records_;
   int class_count_;
   int image_size_;
   CacheMode cache_;
+  std::uint64_t id_ = 0;  // tells datasets apart in the per-thread decode memo
   mutable std::vector<cv::Mat> ram_;
   mutable std::unique_ptr<std::once_flag[]> ram_once_;
 };

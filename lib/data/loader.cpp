@@ -119,7 +119,7 @@ Batch Loader::build_batch(std::size_t batch_index, int epoch) const {
   const auto& indices = batches_[batch_index];
   std::vector<Sample> samples;
   samples.reserve(indices.size());
-  for (const std::size_t index : indices) samples.push_back(make_sample_(index, epoch));
+  for (const std::size_t index : indices) samples.push_back(make_sample_(index, epoch, indices));
   return collate(samples, indices, options_.pin_memory);
 }
 

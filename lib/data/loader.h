@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -43,7 +44,8 @@ struct LoaderOptions {
 
 class Loader {
  public:
-  using SampleFunction = std::function<Sample(std::size_t index, int epoch)>;
+  // Builds one sample; `batch` holds the indices of the batch it belongs to.
+  using SampleFunction = std::function<Sample(std::size_t index, int epoch, std::span<const std::size_t> batch)>;
 
   Loader(SampleFunction make_sample, std::size_t dataset_size, LoaderOptions options);
   ~Loader();

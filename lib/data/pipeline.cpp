@@ -4,6 +4,8 @@
 #include "data/augment/geometry.h"
 #include "data/augment/mosaic_mixup.h"
 
+#include <numeric>
+
 namespace libreyolo::data {
 
 AugmentConfig AugmentConfig::from_config(const config::Config& config) {
@@ -32,14 +34,27 @@ AugmentConfig AugmentConfig::from_config(const config::Config& config) {
 TrainPipeline::TrainPipeline(const DetectionDataset& dataset, AugmentConfig augment, std::uint64_t seed)
     : dataset_(dataset), augment_(std::move(augment)), seed_(seed) {}
 
-Sample TrainPipeline::sample(std::size_t index, int epoch) const {
+std::size_t TrainPipeline::Draw::partner() {
+  return pool[static_cast<std::size_t>(random.integer(0, static_cast<int>(pool.size()) - 1))];
+}
+
+Sample TrainPipeline::sample(std::size_t index, int epoch, std::span<const std::size_t> pool) const {
   SampleRandom random(seed_, static_cast<std::uint64_t>(epoch), index);
-  Sample out = augment_.family == "yolox" ? yolox_sample(index, random) : yolo9_sample(index, random);
+  // a pool too small to mix well: partners come from the whole dataset
+  std::vector<std::size_t> everything;
+  if (pool.size() < 4) {
+    everything.resize(dataset_.size());
+    std::iota(everything.begin(), everything.end(), 0);
+    pool = everything;
+  }
+  Draw draw{random, pool};
+  Sample out = augment_.family == "yolox" ? yolox_sample(index, draw) : yolo9_sample(index, draw);
   if (static_cast<int>(out.boxes.size()) > augment_.max_labels) out.boxes.resize(augment_.max_labels);
   return out;
 }
 
-Sample TrainPipeline::mosaic_of(std::size_t index, SampleRandom& random) const {
+Sample TrainPipeline::mosaic_of(std::size_t index, Draw& draw) const {
+  SampleRandom& random = draw.random;
   const int s = augment_.image_size;
   // Ultralytics draws yc then xc in U(s/2, 3s/2); YOLOX the same range, also y first.
   const int yc = static_cast<int>(random.uniform(0.5 * s, 1.5 * s));
@@ -47,27 +62,30 @@ Sample TrainPipeline::mosaic_of(std::size_t index, SampleRandom& random) const {
   std::array<Sample, 4> tiles;
   tiles[0] = dataset_.load_resized(index);
   for (int i = 1; i < 4; ++i) {
-    tiles[i] = dataset_.load_resized(static_cast<std::size_t>(random.integer(0, static_cast<int>(dataset_.size()) - 1)));
+    tiles[i] = dataset_.load_resized(draw.partner());
   }
   return mosaic4(tiles, cv::Size(s, s), xc, yc);
 }
 
-Sample TrainPipeline::yolo9_geometric(std::size_t index, SampleRandom& random, bool use_mosaic) const {
+Sample TrainPipeline::yolo9_geometric(std::size_t index, Draw& draw, bool use_mosaic) const {
+  SampleRandom& random = draw.random;
   const int s = augment_.image_size;
   const PerspectiveParams params{augment_.degrees, augment_.translate, augment_.scale_low,
                                  augment_.scale_high, augment_.shear, augment_.perspective};
-  if (use_mosaic) return random_perspective(mosaic_of(index, random), params, cv::Size(s, s), random);
+  if (use_mosaic) return random_perspective(mosaic_of(index, draw), params, cv::Size(s, s), random);
   const auto boxed = letterbox(dataset_.load_resized(index), cv::Size(s, s));
   return random_perspective(boxed.sample, params, cv::Size(s, s), random);
 }
 
-Sample TrainPipeline::yolo9_sample(std::size_t index, SampleRandom& random) const {
+Sample TrainPipeline::yolo9_sample(std::size_t index, Draw& draw) const {
+  SampleRandom& random = draw.random;
   const bool use_mosaic = mosaic_enabled_ && random.chance(augment_.mosaic);
-  Sample out = yolo9_geometric(index, random, use_mosaic);
+  Sample out = yolo9_geometric(index, draw, use_mosaic);
   if (mosaic_enabled_ && random.chance(augment_.mixup)) {
-    const auto partner = static_cast<std::size_t>(random.integer(0, static_cast<int>(dataset_.size()) - 1));
+    const std::size_t partner = draw.partner();
     SampleRandom partner_random = random.split();
-    out = mixup_beta(out, yolo9_geometric(partner, partner_random, use_mosaic), random);
+    Draw partner_draw{partner_random, draw.pool};
+    out = mixup_beta(out, yolo9_geometric(partner, partner_draw, use_mosaic), random);
   }
   // the geometric step always produced a fresh image, so colour work can be in place
   if (random.chance(augment_.hsv_prob)) {
@@ -78,18 +96,19 @@ Sample TrainPipeline::yolo9_sample(std::size_t index, SampleRandom& random) cons
   return out;
 }
 
-Sample TrainPipeline::yolox_sample(std::size_t index, SampleRandom& random) const {
+Sample TrainPipeline::yolox_sample(std::size_t index, Draw& draw) const {
+  SampleRandom& random = draw.random;
   const int s = augment_.image_size;
   const cv::Size input(s, s);
   Sample out;
   if (mosaic_enabled_ && random.chance(augment_.mosaic)) {
     const PerspectiveParams params{augment_.degrees, augment_.translate, augment_.scale_low,
                                    augment_.scale_high, augment_.shear, 0.0};
-    out = yolox_random_affine(mosaic_of(index, random), params, input, random);
+    out = yolox_random_affine(mosaic_of(index, draw), params, input, random);
     if (!out.boxes.empty() && random.chance(augment_.mixup)) {
       // YOLOX draws partners until one has labels; bounded here for label-less datasets.
       for (int attempt = 0; attempt < 32; ++attempt) {
-        const auto partner = static_cast<std::size_t>(random.integer(0, static_cast<int>(dataset_.size()) - 1));
+        const std::size_t partner = draw.partner();
         if (dataset_.record(partner).boxes.empty()) continue;
         out = mixup_yolox(out, dataset_.load_resized(partner), {augment_.mixup_scale_low, augment_.mixup_scale_high},
                           random);

@@ -12,6 +12,7 @@
 #include "data/sample_random.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace libreyolo::data {
@@ -39,14 +40,21 @@ class TrainPipeline {
   bool mosaic_enabled() const { return mosaic_enabled_; }
   const AugmentConfig& config() const { return augment_; }
 
-  // A square image_size x image_size sample with pixel boxes.
-  Sample sample(std::size_t index, int epoch) const;
+  // A square image_size x image_size sample with pixel boxes. Mosaic and mixup partners are
+  // drawn from `pool` (the batch being built, like Ultralytics' buffer of recent images, so
+  // their decodes are shared) when it holds at least 4 images, else from the whole dataset.
+  Sample sample(std::size_t index, int epoch, std::span<const std::size_t> pool = {}) const;
 
  private:
-  Sample yolo9_sample(std::size_t index, SampleRandom& random) const;
-  Sample yolo9_geometric(std::size_t index, SampleRandom& random, bool use_mosaic) const;
-  Sample yolox_sample(std::size_t index, SampleRandom& random) const;
-  Sample mosaic_of(std::size_t index, SampleRandom& random) const;
+  struct Draw {
+    SampleRandom& random;
+    std::span<const std::size_t> pool;
+    std::size_t partner();
+  };
+  Sample yolo9_sample(std::size_t index, Draw& draw) const;
+  Sample yolo9_geometric(std::size_t index, Draw& draw, bool use_mosaic) const;
+  Sample yolox_sample(std::size_t index, Draw& draw) const;
+  Sample mosaic_of(std::size_t index, Draw& draw) const;
 
   const DetectionDataset& dataset_;
   AugmentConfig augment_;

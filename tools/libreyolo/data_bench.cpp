@@ -63,7 +63,10 @@ int run_data_bench(const Arguments& arguments) {
   const double decode_ms = milliseconds_per_call(probe, [&](std::size_t i) { uncached.load_resized(i); });
   const double augment_ms = milliseconds_per_call(probe, [&](std::size_t i) { cached_pipeline.sample(i, 0); });
 
-  data::Loader loader([&](std::size_t index, int epoch) { return pipeline.sample(index, epoch); }, dataset.size(),
+  data::Loader loader([&](std::size_t index, int epoch, std::span<const std::size_t> batch) {
+        return pipeline.sample(index, epoch, batch);
+      },
+      dataset.size(),
                       {.batch_size = batch, .workers = workers, .seed = static_cast<std::uint64_t>(config.get_int("seed"))});
   int epoch = 0;
   if (dataset.cache_mode() != data::CacheMode::none) {  // fill the cache once, untimed

@@ -55,7 +55,9 @@ TEST_CASE("batches are identical whatever the number of workers", "[loader]") {
     augment.degrees = 5;
     augment.shear = 2;
     TrainPipeline pipeline(dataset, augment, 42);
-    const auto make = [&](std::size_t index, int epoch) { return pipeline.sample(index, epoch); };
+    const auto make = [&](std::size_t index, int epoch, std::span<const std::size_t> batch) {
+      return pipeline.sample(index, epoch, batch);
+    };
     std::vector<std::vector<Batch>> runs;
     for (const int workers : {0, 1, 3}) {
       Loader loader(make, dataset.size(), {.batch_size = 4, .workers = workers, .seed = 7});
@@ -88,7 +90,9 @@ TEST_CASE("batches are identical whatever the number of workers", "[loader]") {
 }
 
 TEST_CASE("distributed shards split the epoch without overlap", "[loader]") {
-  const auto make = [](std::size_t, int) { return Sample{cv::Mat(8, 8, CV_8UC3, cv::Scalar(0)), {}}; };
+  const auto make = [](std::size_t, int, std::span<const std::size_t>) {
+    return Sample{cv::Mat(8, 8, CV_8UC3, cv::Scalar(0)), {}};
+  };
   Loader rank0(make, 10, {.batch_size = 2, .workers = 0, .seed = 3, .rank = 0, .world_size = 2});
   Loader rank1(make, 10, {.batch_size = 2, .workers = 0, .seed = 3, .rank = 1, .world_size = 2});
   auto a = rank0.epoch_order(4);
@@ -105,7 +109,7 @@ TEST_CASE("distributed shards split the epoch without overlap", "[loader]") {
 }
 
 TEST_CASE("a worker's exception reaches the consumer", "[loader]") {
-  const auto make = [](std::size_t index, int) -> Sample {
+  const auto make = [](std::size_t index, int, std::span<const std::size_t>) -> Sample {
     if (index == 3) throw std::runtime_error("broken image 3");
     return Sample{cv::Mat(8, 8, CV_8UC3, cv::Scalar(0)), {}};
   };
