@@ -13,6 +13,8 @@
 
 namespace libreyolo::data {
 
+bool pinned_memory_available() { return at::globalContext().hasCUDA(); }
+
 Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices, bool pin_memory) {
   Batch batch;
   batch.indices = indices;

@@ -27,6 +27,9 @@ struct Batch {
   std::vector<std::size_t> indices;  // dataset indices of the images
 };
 
+// True when a CUDA device is usable, i.e. when pinned host memory helps the copy to it.
+bool pinned_memory_available();
+
 // Stacks square samples of one size into a Batch (BGR HWC -> RGB CHW, pixel xyxy -> cxcywh/size).
 Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices, bool pin_memory);
 

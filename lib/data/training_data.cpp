@@ -11,7 +11,10 @@ ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int wor
   const auto images = list_images(spec.split(split), split);
   ScanResult scan = scan_images(images, spec.class_count(), {.threads = std::max(1, workers)});
   for (const auto& message : scan.messages) log::warn("{}", message);
-  log::info("{}: Scanning {}{}... {}", split, scan.cache_file.string(), scan.from_cache ? "" : " (new)", scan.summary());
+  // as Ultralytics: the cache file when it was used, else the labels folder that was scanned
+  std::string scanned = scan.cache_file.string();
+  if (!scan.from_cache && scanned.ends_with(".libreyolo.cache")) scanned.resize(scanned.size() - 16);
+  log::info("{}: Scanning {}... {}", split, scanned, scan.summary());
   if (scan.images.empty()) {
     throw DataError(fmt::format("{}: no valid image in the '{}' split (of {} found); see the messages above",
                                 spec.yaml_file.string(), split, images.size()));

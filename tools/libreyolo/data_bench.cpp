@@ -67,7 +67,10 @@ int run_data_bench(const Arguments& arguments) {
         return pipeline.sample(index, epoch, batch);
       },
       dataset.size(),
-                      {.batch_size = batch, .workers = workers, .seed = static_cast<std::uint64_t>(config.get_int("seed"))});
+                      {.batch_size = batch,
+                       .workers = workers,
+                       .seed = static_cast<std::uint64_t>(config.get_int("seed")),
+                       .pin_memory = data::pinned_memory_available()});
   int epoch = 0;
   if (dataset.cache_mode() != data::CacheMode::none) {  // fill the cache once, untimed
     loader.start_epoch(epoch++);
@@ -107,6 +110,7 @@ int run_data_bench(const Arguments& arguments) {
       {"single_thread_decode_ms_per_image", decode_ms},
       {"single_thread_augment_ms_per_sample", augment_ms},
       {"hardware_threads", std::thread::hardware_concurrency()},
+      {"pinned_memory", data::pinned_memory_available()},
   };
   fmt::print("{}\n", result.dump());
   return 0;

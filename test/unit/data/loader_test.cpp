@@ -142,3 +142,28 @@ TEST_CASE("the RAM cache gives the same samples as decoding", "[loader]") {
   CHECK(fs::exists(root / "images" / "img2.jpg.96.libreyolo"));
   fs::remove_all(root);
 }
+
+TEST_CASE("no_aug switch: with mosaic off and no jitter a sample is the letterboxed image", "[loader]") {
+  const auto root = fresh_folder("noaug");
+  DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
+  AugmentConfig augment;
+  augment.family = "yolo9";
+  augment.image_size = 128;
+  augment.mosaic = 1.0;
+  augment.mixup = 1.0;
+  augment.hsv_prob = 0.0;
+  augment.flip_lr = 0.0;
+  augment.translate = 0.0;
+  augment.scale_low = augment.scale_high = 1.0;
+  TrainPipeline pipeline(dataset, augment, 1);
+  const Sample with_mosaic = pipeline.sample(3, 0);
+  pipeline.set_mosaic_enabled(false);
+  const Sample without = pipeline.sample(3, 0);
+  const Sample resized = dataset.load_resized(3);
+  const int pad = (128 - resized.image.rows) / 2;
+  // the image sits centred (letterbox) and unchanged, the boxes are the image's own
+  CHECK(cv::norm(without.image(cv::Rect(0, pad, 128, resized.image.rows)), resized.image, cv::NORM_INF) <= 1);
+  CHECK(without.boxes.size() == resized.boxes.size());
+  CHECK(with_mosaic.boxes.size() != without.boxes.size());
+  fs::remove_all(root);
+}
