@@ -13,15 +13,24 @@
 
 namespace libreyolo::data {
 
+void keep_image_buffers_in_heap() {
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
+}
+
 bool pinned_memory_available() { return at::globalContext().hasCUDA(); }
 
-Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices, bool pin_memory) {
+Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices, bool pin_memory,
+              at::Tensor images) {
   Batch batch;
   batch.indices = indices;
   const int count = static_cast<int>(samples.size());
   const int height = count > 0 ? samples[0].image.rows : 0;
   const int width = count > 0 ? samples[0].image.cols : 0;
-  batch.images = at::empty({count, 3, height, width}, at::TensorOptions().dtype(at::kByte).pinned_memory(pin_memory));
+  const std::vector<std::int64_t> sizes{count, 3, height, width};
+  batch.images = images.defined() && images.sizes() == at::IntArrayRef(sizes)
+                     ? images
+                     : at::empty(sizes, at::TensorOptions().dtype(at::kByte).pinned_memory(pin_memory));
   std::uint8_t* base = batch.images.data_ptr<std::uint8_t>();
   const std::size_t plane = static_cast<std::size_t>(height) * width;
   std::size_t box_count = 0;
@@ -58,10 +67,7 @@ Loader::Loader(SampleFunction make_sample, std::size_t dataset_size, LoaderOptio
   // Our workers are the parallelism; OpenCV's own thread pool on top of them only contends
   // for the same cores (Ultralytics sets cv2.setNumThreads(0) in its workers for the same reason).
   if (options_.workers > 0) cv::setNumThreads(1);
-  // Every sample allocates image buffers of megabytes; glibc would mmap and munmap each one
-  // (page faults, zeroing and cross-core TLB shootdowns). Keep such buffers in the heap instead.
-  ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  keep_image_buffers_in_heap();
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
@@ -117,12 +123,28 @@ void Loader::start_epoch(int epoch) {
   work_ready_.notify_all();
 }
 
-Batch Loader::build_batch(std::size_t batch_index, int epoch) const {
+at::Tensor Loader::reusable_images(at::IntArrayRef sizes) {
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  for (const auto& buffer : image_buffers_) {
+    if (buffer.use_count() == 1 && buffer.sizes() == sizes) return buffer;
+  }
+  at::Tensor buffer = at::empty(sizes, at::TensorOptions().dtype(at::kByte).pinned_memory(options_.pin_memory));
+  // the prefetch window plus the batch the trainer holds, and one per worker in flight
+  const std::size_t limit = static_cast<std::size_t>(options_.prefetch_batches + options_.workers + 2);
+  if (image_buffers_.size() < limit) image_buffers_.push_back(buffer);
+  return buffer;
+}
+
+Batch Loader::build_batch(std::size_t batch_index, int epoch) {
   const auto& indices = batches_[batch_index];
   std::vector<Sample> samples;
   samples.reserve(indices.size());
   for (const std::size_t index : indices) samples.push_back(make_sample_(index, epoch, indices));
-  return collate(samples, indices, options_.pin_memory);
+  at::Tensor images;
+  if (!samples.empty()) {
+    images = reusable_images({static_cast<std::int64_t>(samples.size()), 3, samples[0].image.rows, samples[0].image.cols});
+  }
+  return collate(samples, indices, options_.pin_memory, images);
 }
 
 void Loader::worker_loop() {

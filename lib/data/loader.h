@@ -27,11 +27,18 @@ struct Batch {
   std::vector<std::size_t> indices;  // dataset indices of the images
 };
 
+// Every sample allocates image buffers of megabytes; glibc would mmap and munmap each one
+// (page faults, zeroing and cross-core TLB shootdowns each time). This keeps such buffers in the
+// heap for reuse. Process-wide; the Loader calls it.
+void keep_image_buffers_in_heap();
+
 // True when a CUDA device is usable, i.e. when pinned host memory helps the copy to it.
 bool pinned_memory_available();
 
 // Stacks square samples of one size into a Batch (BGR HWC -> RGB CHW, pixel xyxy -> cxcywh/size).
-Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices, bool pin_memory);
+// `images` may be a preallocated uint8 [B, 3, H, W] tensor to fill; otherwise one is allocated.
+Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices, bool pin_memory,
+              at::Tensor images = {});
 
 struct LoaderOptions {
   int batch_size = 16;
@@ -66,7 +73,8 @@ class Loader {
 
  private:
   void worker_loop();
-  Batch build_batch(std::size_t batch_index, int epoch) const;
+  Batch build_batch(std::size_t batch_index, int epoch);
+  at::Tensor reusable_images(at::IntArrayRef sizes);
 
   SampleFunction make_sample_;
   std::size_t dataset_size_;
@@ -84,6 +92,11 @@ class Loader {
   std::map<std::size_t, std::exception_ptr> errors_;  // by batch: raised when the consumer gets there
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  // Batch image tensors handed out before; one whose only owner is this pool is free again.
+  // Reusing them spares a 20 MB allocation (and its page faults, or a pinned cudaHostAlloc)
+  // per batch.
+  std::mutex buffers_mutex_;
+  std::vector<at::Tensor> image_buffers_;
 };
 
 }  // namespace libreyolo::data

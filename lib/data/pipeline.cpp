@@ -54,6 +54,11 @@ Sample TrainPipeline::sample(std::size_t index, int epoch, std::span<const std::
 }
 
 Sample TrainPipeline::mosaic_of(std::size_t index, Draw& draw) const {
+  const PiecedImage pieces = mosaic_pieces_of(index, draw);
+  return Sample{pieces.paint(), pieces.boxes};
+}
+
+PiecedImage TrainPipeline::mosaic_pieces_of(std::size_t index, Draw& draw) const {
   SampleRandom& random = draw.random;
   const int s = augment_.image_size;
   // Ultralytics draws yc then xc in U(s/2, 3s/2); YOLOX the same range, also y first.
@@ -61,10 +66,8 @@ Sample TrainPipeline::mosaic_of(std::size_t index, Draw& draw) const {
   const int xc = static_cast<int>(random.uniform(0.5 * s, 1.5 * s));
   std::array<Sample, 4> tiles;
   tiles[0] = dataset_.load_resized(index);
-  for (int i = 1; i < 4; ++i) {
-    tiles[i] = dataset_.load_resized(draw.partner());
-  }
-  return mosaic4(tiles, cv::Size(s, s), xc, yc);
+  for (int i = 1; i < 4; ++i) tiles[i] = dataset_.load_resized(draw.partner());
+  return mosaic4_pieces(tiles, cv::Size(s, s), xc, yc);
 }
 
 Sample TrainPipeline::yolo9_geometric(std::size_t index, Draw& draw, bool use_mosaic) const {
@@ -72,7 +75,7 @@ Sample TrainPipeline::yolo9_geometric(std::size_t index, Draw& draw, bool use_mo
   const int s = augment_.image_size;
   const PerspectiveParams params{augment_.degrees, augment_.translate, augment_.scale_low,
                                  augment_.scale_high, augment_.shear, augment_.perspective};
-  if (use_mosaic) return random_perspective(mosaic_of(index, draw), params, cv::Size(s, s), random);
+  if (use_mosaic) return random_perspective(mosaic_pieces_of(index, draw), params, cv::Size(s, s), random);
   const auto boxed = letterbox(dataset_.load_resized(index), cv::Size(s, s));
   return random_perspective(boxed.sample, params, cv::Size(s, s), random);
 }
@@ -91,8 +94,8 @@ Sample TrainPipeline::yolo9_sample(std::size_t index, Draw& draw) const {
   if (random.chance(augment_.hsv_prob)) {
     hsv_multiplicative(out.image, augment_.hue, augment_.saturation, augment_.value, random);
   }
-  if (random.chance(augment_.flip_ud)) out = flip_vertical(out);
-  if (random.chance(augment_.flip_lr)) out = flip_horizontal(out);
+  if (random.chance(augment_.flip_ud)) flip_vertical_in_place(out);
+  if (random.chance(augment_.flip_lr)) flip_horizontal_in_place(out);
   return out;
 }
 
@@ -124,7 +127,7 @@ Sample TrainPipeline::yolox_sample(std::size_t index, Draw& draw) const {
   if (out.boxes.empty()) return fit_top_left(out, input).sample;
   const Sample original = {out.image.clone(), out.boxes};
   if (random.chance(augment_.hsv_prob)) hsv_additive(out.image, 5, 30, 30, random);
-  if (random.chance(augment_.flip_lr)) out = flip_horizontal(out);
+  if (random.chance(augment_.flip_lr)) flip_horizontal_in_place(out);
   Sample fitted = fit_top_left(out, input).sample;
   drop_small_boxes(fitted.boxes, input, 1.0f);
   if (fitted.boxes.empty()) {  // every box vanished: fall back to the un-augmented sample

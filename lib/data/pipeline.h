@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "data/augment/geometry.h"
 #include "data/dataset.h"
 #include "data/sample.h"
 #include "data/sample_random.h"
@@ -55,6 +56,7 @@ class TrainPipeline {
   Sample yolo9_geometric(std::size_t index, Draw& draw, bool use_mosaic) const;
   Sample yolox_sample(std::size_t index, Draw& draw) const;
   Sample mosaic_of(std::size_t index, Draw& draw) const;
+  PiecedImage mosaic_pieces_of(std::size_t index, Draw& draw) const;
 
   const DetectionDataset& dataset_;
   AugmentConfig augment_;

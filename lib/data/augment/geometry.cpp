@@ -27,27 +27,34 @@ cv::Matx33d rotation(double angle_degrees, double scale) {
   return {alpha, beta, 0, -beta, alpha, 0, 0, 0, 1};
 }
 
-// An axis-aligned M (no rotation, shear or perspective; the YOLOv9 family defaults) moves and
-// scales the image: resizing the covered source region into the covered output region gives
-// warpAffine's result (within the sub-pixel rounding of the region edges) at about 2.5x the
-// speed, since warpAffine's per-pixel cost does not drop for such matrices.
-bool warp_axis_aligned(const cv::Mat& source, const cv::Matx33d& m, cv::Size output, cv::Mat& target) {
+// An axis-aligned M (no rotation, shear or perspective; the YOLOv9 family defaults) only moves
+// and scales: resizing each piece's covered source region into its covered output region gives
+// warpAffine's result (within the sub-pixel rounding of region edges) at a fraction of the cost,
+// since warpAffine's per-pixel work does not drop for such matrices and the canvas need not be
+// painted. Adjacent pieces round their shared edge the same way, so no seam appears.
+bool resize_pieces_axis_aligned(const PiecedImage& image, const cv::Matx33d& m, cv::Size output, cv::Mat& target) {
   if (m(0, 1) != 0 || m(1, 0) != 0 || m(2, 0) != 0 || m(2, 1) != 0 || m(2, 2) != 1 || m(0, 0) <= 0 || m(1, 1) <= 0) {
     return false;
   }
   const double sx = m(0, 0), sy = m(1, 1), tx = m(0, 2), ty = m(1, 2);
   target = cv::Mat(output, CV_8UC3, kPad);
-  const int x0 = std::max(0, static_cast<int>(std::ceil(tx)));
-  const int y0 = std::max(0, static_cast<int>(std::ceil(ty)));
-  const int x1 = std::min(output.width, static_cast<int>(std::floor(tx + sx * source.cols)));
-  const int y1 = std::min(output.height, static_cast<int>(std::floor(ty + sy * source.rows)));
-  if (x1 <= x0 || y1 <= y0) return true;
-  const int u0 = std::clamp(static_cast<int>(std::floor((x0 - tx) / sx)), 0, source.cols - 1);
-  const int v0 = std::clamp(static_cast<int>(std::floor((y0 - ty) / sy)), 0, source.rows - 1);
-  const int u1 = std::clamp(static_cast<int>(std::ceil((x1 - tx) / sx)), u0 + 1, source.cols);
-  const int v1 = std::clamp(static_cast<int>(std::ceil((y1 - ty) / sy)), v0 + 1, source.rows);
-  cv::Mat region = target(cv::Rect(x0, y0, x1 - x0, y1 - y0));
-  cv::resize(source(cv::Rect(u0, v0, u1 - u0, v1 - v0)), region, region.size(), 0, 0, cv::INTER_LINEAR);
+  for (const auto& piece : image.pieces) {
+    const cv::Rect& r = piece.canvas_rect;
+    const int x0 = std::clamp(static_cast<int>(std::lround(sx * r.x + tx)), 0, output.width);
+    const int x1 = std::clamp(static_cast<int>(std::lround(sx * (r.x + r.width) + tx)), 0, output.width);
+    const int y0 = std::clamp(static_cast<int>(std::lround(sy * r.y + ty)), 0, output.height);
+    const int y1 = std::clamp(static_cast<int>(std::lround(sy * (r.y + r.height) + ty)), 0, output.height);
+    if (x1 <= x0 || y1 <= y0) continue;
+    const auto source_range = [](int out0, int out1, double scale, double shift, int origin, int size) {
+      const int low = std::clamp(static_cast<int>(std::floor((out0 - shift) / scale)) - origin, 0, size - 1);
+      const int high = std::clamp(static_cast<int>(std::ceil((out1 - shift) / scale)) - origin, low + 1, size);
+      return std::pair{low, high};
+    };
+    const auto [u0, u1] = source_range(x0, x1, sx, tx, r.x, piece.pixels.cols);
+    const auto [v0, v1] = source_range(y0, y1, sy, ty, r.y, piece.pixels.rows);
+    cv::Mat region = target(cv::Rect(x0, y0, x1 - x0, y1 - y0));
+    cv::resize(piece.pixels(cv::Rect(u0, v0, u1 - u0, v1 - v0)), region, region.size(), 0, 0, cv::INTER_LINEAR);
+  }
   return true;
 }
 
@@ -141,8 +148,14 @@ bool box_candidate(const PixelBox& before, const PixelBox& after, double area_th
   return w2 > 2 && h2 > 2 && w2 * h2 / (w1 * h1 + kEps) > area_threshold && aspect < 100;
 }
 
-Sample random_perspective(const Sample& sample, const PerspectiveParams& p, cv::Size output, SampleRandom& random) {
-  const cv::Matx33d center(1, 0, -sample.image.cols / 2.0, 0, 1, -sample.image.rows / 2.0, 0, 0, 1);
+cv::Mat PiecedImage::paint() const {
+  cv::Mat painted(canvas, CV_8UC3, kPad);
+  for (const auto& piece : pieces) piece.pixels.copyTo(painted(piece.canvas_rect));
+  return painted;
+}
+
+Sample random_perspective(const PiecedImage& image, const PerspectiveParams& p, cv::Size output, SampleRandom& random) {
+  const cv::Matx33d center(1, 0, -image.canvas.width / 2.0, 0, 1, -image.canvas.height / 2.0, 0, 0, 1);
   cv::Matx33d perspective = cv::Matx33d::eye();
   perspective(2, 0) = random.uniform(-p.perspective, p.perspective);
   perspective(2, 1) = random.uniform(-p.perspective, p.perspective);
@@ -158,19 +171,28 @@ Sample random_perspective(const Sample& sample, const PerspectiveParams& p, cv::
   const cv::Matx33d m = translate * shear * rotate * perspective * center;
 
   Sample out;
-  if (warp_axis_aligned(sample.image, m, output, out.image)) {
-    // done
-  } else if (p.perspective != 0) {
-    cv::warpPerspective(sample.image, out.image, cv::Mat(m), output, cv::INTER_LINEAR, cv::BORDER_CONSTANT, kPad);
-  } else {
-    const cv::Matx23d affine(m(0, 0), m(0, 1), m(0, 2), m(1, 0), m(1, 1), m(1, 2));
-    cv::warpAffine(sample.image, out.image, cv::Mat(affine), output, cv::INTER_LINEAR, cv::BORDER_CONSTANT, kPad);
+  if (!resize_pieces_axis_aligned(image, m, output, out.image)) {
+    const cv::Mat painted = image.pieces.size() == 1 && image.pieces[0].canvas_rect == cv::Rect(cv::Point(), image.canvas)
+                                ? image.pieces[0].pixels
+                                : image.paint();
+    if (p.perspective != 0) {
+      cv::warpPerspective(painted, out.image, cv::Mat(m), output, cv::INTER_LINEAR, cv::BORDER_CONSTANT, kPad);
+    } else {
+      const cv::Matx23d affine(m(0, 0), m(0, 1), m(0, 2), m(1, 0), m(1, 1), m(1, 2));
+      cv::warpAffine(painted, out.image, cv::Mat(affine), output, cv::INTER_LINEAR, cv::BORDER_CONSTANT, kPad);
+    }
   }
-  const auto moved = transform_boxes(sample.boxes, m, output);
+  const auto moved = transform_boxes(image.boxes, m, output);
   for (std::size_t i = 0; i < moved.size(); ++i) {
-    if (box_candidate(scaled(sample.boxes[i], scale, scale), moved[i])) out.boxes.push_back(moved[i]);
+    if (box_candidate(scaled(image.boxes[i], scale, scale), moved[i])) out.boxes.push_back(moved[i]);
   }
   return out;
+}
+
+Sample random_perspective(const Sample& sample, const PerspectiveParams& p, cv::Size output, SampleRandom& random) {
+  const cv::Size size = sample.image.size();
+  return random_perspective(PiecedImage{size, {{sample.image, cv::Rect(cv::Point(), size)}}, sample.boxes}, p, output,
+                            random);
 }
 
 Sample yolox_random_affine(const Sample& sample, const PerspectiveParams& p, cv::Size output, SampleRandom& random) {
@@ -194,19 +216,27 @@ Sample yolox_random_affine(const Sample& sample, const PerspectiveParams& p, cv:
   return out;
 }
 
-Sample flip_horizontal(const Sample& sample) {
-  Sample out;
-  cv::flip(sample.image, out.image, 1);
+void flip_horizontal_in_place(Sample& sample) {
+  cv::flip(sample.image, sample.image, 1);
   const float width = static_cast<float>(sample.image.cols);
-  for (const auto& box : sample.boxes) out.boxes.push_back({box.cls, width - box.x2, box.y1, width - box.x1, box.y2});
+  for (auto& box : sample.boxes) box = {box.cls, width - box.x2, box.y1, width - box.x1, box.y2};
+}
+
+void flip_vertical_in_place(Sample& sample) {
+  cv::flip(sample.image, sample.image, 0);
+  const float height = static_cast<float>(sample.image.rows);
+  for (auto& box : sample.boxes) box = {box.cls, box.x1, height - box.y2, box.x2, height - box.y1};
+}
+
+Sample flip_horizontal(const Sample& sample) {
+  Sample out{sample.image.clone(), sample.boxes};  // the input may be shared with a cache
+  flip_horizontal_in_place(out);
   return out;
 }
 
 Sample flip_vertical(const Sample& sample) {
-  Sample out;
-  cv::flip(sample.image, out.image, 0);
-  const float height = static_cast<float>(sample.image.rows);
-  for (const auto& box : sample.boxes) out.boxes.push_back({box.cls, box.x1, height - box.y2, box.x2, height - box.y1});
+  Sample out{sample.image.clone(), sample.boxes};
+  flip_vertical_in_place(out);
   return out;
 }
 

@@ -29,8 +29,26 @@ struct PerspectiveParams {
   double degrees = 0, translate = 0.1, scale_low = 0.5, scale_high = 1.5, shear = 0, perspective = 0;
 };
 
+// An image given as pieces on a canvas of 114 (a mosaic before it is painted): each piece's
+// pixels sit at `canvas_rect`. A single image is one piece covering the canvas.
+struct CanvasPiece {
+  cv::Mat pixels;
+  cv::Rect canvas_rect;
+};
+
+struct PiecedImage {
+  cv::Size canvas;
+  std::vector<CanvasPiece> pieces;
+  std::vector<PixelBox> boxes;  // in canvas pixels
+  cv::Mat paint() const;        // the canvas as one image
+};
+
 // Ultralytics RandomPerspective: M = T*S*R*P*C, output `output_size`, then boxes filtered by
-// box_candidates. `scale_low/high` are the scale range (LibreYOLO's mosaic_scale).
+// box_candidates. `scale_low/high` are the scale range (LibreYOLO's mosaic_scale). Without
+// rotation, shear and perspective the pieces are resized straight into the output: no canvas
+// is painted and no per-pixel warp runs.
+Sample random_perspective(const PiecedImage& image, const PerspectiveParams& params, cv::Size output_size,
+                          SampleRandom& random);
 Sample random_perspective(const Sample& sample, const PerspectiveParams& params, cv::Size output_size,
                           SampleRandom& random);
 
@@ -47,6 +65,9 @@ bool box_candidate(const PixelBox& before_scaled, const PixelBox& after, double 
 
 Sample flip_horizontal(const Sample& sample);
 Sample flip_vertical(const Sample& sample);
+// In place, for an image the caller owns (not one shared with a cache).
+void flip_horizontal_in_place(Sample& sample);
+void flip_vertical_in_place(Sample& sample);
 
 // Drops boxes whose clipped width or height is not above `min_side` pixels.
 void drop_small_boxes(std::vector<PixelBox>& boxes, cv::Size bounds, float min_side);

@@ -7,10 +7,15 @@
 namespace libreyolo::data {
 
 Sample mosaic4(const std::array<Sample, 4>& tiles, cv::Size tile_size, int xc, int yc) {
+  const PiecedImage pieces = mosaic4_pieces(tiles, tile_size, xc, yc);
+  return Sample{pieces.paint(), pieces.boxes};
+}
+
+PiecedImage mosaic4_pieces(const std::array<Sample, 4>& tiles, cv::Size tile_size, int xc, int yc) {
   const int canvas_w = 2 * tile_size.width;
   const int canvas_h = 2 * tile_size.height;
-  Sample out;
-  out.image = cv::Mat(canvas_h, canvas_w, CV_8UC3, cv::Scalar(kPadValue, kPadValue, kPadValue));
+  PiecedImage out;
+  out.canvas = cv::Size(canvas_w, canvas_h);
   for (int i = 0; i < 4; ++i) {
     const int w = tiles[i].image.cols;
     const int h = tiles[i].image.rows;
@@ -29,7 +34,7 @@ Sample mosaic4(const std::array<Sample, 4>& tiles, cv::Size tile_size, int xc, i
       x1b = 0, y1b = 0, x2b = std::min(w, x2a - x1a), y2b = std::min(y2a - y1a, h);
     }
     if (x2a > x1a && y2a > y1a) {
-      tiles[i].image(cv::Rect(x1b, y1b, x2b - x1b, y2b - y1b)).copyTo(out.image(cv::Rect(x1a, y1a, x2a - x1a, y2a - y1a)));
+      out.pieces.push_back({tiles[i].image(cv::Rect(x1b, y1b, x2b - x1b, y2b - y1b)), cv::Rect(x1a, y1a, x2a - x1a, y2a - y1a)});
     }
     const float pad_w = static_cast<float>(x1a - x1b);
     const float pad_h = static_cast<float>(y1a - y1b);

@@ -3,6 +3,7 @@
 // rescaled, jittered partner.
 #pragma once
 
+#include "data/augment/geometry.h"
 #include "data/sample.h"
 #include "data/sample_random.h"
 
@@ -14,6 +15,10 @@ namespace libreyolo::data {
 // top-left, top-right, bottom-left, bottom-right. Boxes are shifted, clipped to the canvas
 // and zero-area boxes dropped.
 Sample mosaic4(const std::array<Sample, 4>& tiles, cv::Size tile_size, int center_x, int center_y);
+
+// The same mosaic as pieces, not yet painted (random_perspective can resize them straight
+// into its output).
+PiecedImage mosaic4_pieces(const std::array<Sample, 4>& tiles, cv::Size tile_size, int center_x, int center_y);
 
 // img = a*r + b*(1-r), r ~ Beta(32, 32); labels of both.
 Sample mixup_beta(const Sample& a, const Sample& b, SampleRandom& random);
