@@ -116,7 +116,9 @@ void Loader::start_epoch(int epoch) {
   }
   epoch_ = epoch;
   next_to_build_ = 0;
+  next_sample_ = 0;
   next_to_return_ = 0;
+  pending_.clear();
   ready_.clear();
   errors_.clear();
   lock.unlock();
@@ -147,6 +149,8 @@ Batch Loader::build_batch(std::size_t batch_index, int epoch) {
   return collate(samples, indices, options_.pin_memory, images);
 }
 
+// Work is handed out one sample at a time (not one batch), so no worker idles while another
+// finishes the last batch of an epoch alone; whoever completes a batch's last sample collates it.
 void Loader::worker_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
@@ -154,26 +158,58 @@ void Loader::worker_loop() {
       return stopping_ || (next_to_build_ < batches_.size() && next_to_build_ < next_to_return_ + options_.prefetch_batches);
     });
     if (stopping_) return;
-    const std::size_t batch_index = next_to_build_++;
+    const std::size_t batch_index = next_to_build_;
+    const std::size_t slot = next_sample_++;
+    const std::vector<std::size_t>& indices = batches_[batch_index];
+    if (next_sample_ == indices.size()) {
+      ++next_to_build_;
+      next_sample_ = 0;
+    }
+    auto [pending, created] = pending_.try_emplace(batch_index);
+    if (created) {
+      pending->second.samples.resize(indices.size());
+      pending->second.remaining = indices.size();
+    }
     const int epoch = epoch_;
     ++in_flight_;
     lock.unlock();
-    std::optional<Batch> batch;
+
+    Sample sample;
     std::exception_ptr error;
     try {
-      batch = build_batch(batch_index, epoch);
+      sample = make_sample_(indices[slot], epoch, indices);
     } catch (...) {
       error = std::current_exception();
     }
+
     lock.lock();
-    --in_flight_;
-    if (epoch == epoch_) {
-      if (error) {
-        errors_.emplace(batch_index, error);
+    PendingBatch& batch = pending_.at(batch_index);
+    if (error && !batch.error) batch.error = error;
+    batch.samples[slot] = std::move(sample);
+    if (--batch.remaining == 0) {
+      PendingBatch done = std::move(batch);
+      pending_.erase(batch_index);
+      if (done.error) {
+        errors_.emplace(batch_index, done.error);
       } else {
-        ready_.emplace(batch_index, std::move(*batch));
+        lock.unlock();
+        std::optional<Batch> collated;
+        try {
+          const cv::Mat& first = done.samples[0].image;
+          collated = collate(done.samples, indices, options_.pin_memory,
+                             reusable_images({static_cast<std::int64_t>(done.samples.size()), 3, first.rows, first.cols}));
+        } catch (...) {
+          error = std::current_exception();
+        }
+        lock.lock();
+        if (collated) {
+          ready_.emplace(batch_index, std::move(*collated));
+        } else {
+          errors_.emplace(batch_index, error);
+        }
       }
     }
+    --in_flight_;
     batch_ready_.notify_all();
   }
 }

@@ -85,9 +85,16 @@ class Loader {
   std::condition_variable batch_ready_;
   std::vector<std::vector<std::size_t>> batches_;  // this epoch's index lists
   int epoch_ = -1;
-  std::size_t next_to_build_ = 0;
+  std::size_t next_to_build_ = 0;   // batch whose samples are being handed out
+  std::size_t next_sample_ = 0;     // next sample of that batch
   std::size_t next_to_return_ = 0;
   std::size_t in_flight_ = 0;
+  struct PendingBatch {
+    std::vector<Sample> samples;
+    std::size_t remaining = 0;
+    std::exception_ptr error;
+  };
+  std::map<std::size_t, PendingBatch> pending_;  // batches whose samples are still being built
   std::map<std::size_t, Batch> ready_;
   std::map<std::size_t, std::exception_ptr> errors_;  // by batch: raised when the consumer gets there
   bool stopping_ = false;
