@@ -14,6 +14,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${LIBREYOLO_VENV:-$HOME/.local/share/libreyolo/venv}
 build=${LIBREYOLO_BUILD:-$root/build}
 torch_version=2.11.0
+torchvision_version=0.26.0  # the torchvision release built against torch 2.11
 meson_args=("$@")
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -36,16 +37,21 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-uses_own_libtorch=false
-for argument in "${meson_args[@]+"${meson_args[@]}"}"; do
-  case $argument in -Dlibtorch=*) uses_own_libtorch=true ;; esac
-done
-if ! $uses_own_libtorch; then
-  if ! "$venv/bin/python3" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null; then
-    log "creating $venv with torch==$torch_version (CUDA 13.0 build, ~3 GB)"
+# The venv holds the LibTorch we link (pip torch, CUDA 13.0 build) and the test-time oracles:
+# the reference package libreyolo==1.6.0 and pycocotools. Installed in one resolve with torch
+# and torchvision pinned, or pip would upgrade torch under our build to satisfy torchvision.
+python_packages=("torch==$torch_version" "torchvision==$torchvision_version" "libreyolo==1.6.0" pycocotools numpy)
+# (Also with -Dlibtorch=...: the parity tests need the oracles either way.)
+if true; then
+  if ! "$venv/bin/python3" - "$torch_version" <<'PY' 2>/dev/null; then
+import sys, importlib.metadata as m
+want = {"torch": sys.argv[1], "libreyolo": "1.6.0"}
+sys.exit(any(m.version(k).split("+")[0] != v for k, v in want.items()) or not m.version("pycocotools"))
+PY
+    log "installing into $venv: ${python_packages[*]} (torch is the CUDA 13.0 build, ~3 GB)"
     [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
     "$venv/bin/python3" -m pip install -q --upgrade pip
-    "$venv/bin/python3" -m pip install -q "torch==$torch_version" numpy
+    "$venv/bin/python3" -m pip install -q "${python_packages[@]}"
   fi
 fi
 
