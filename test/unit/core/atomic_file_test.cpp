@@ -1,4 +1,3 @@
-#include "catch.h"
 #include "core/atomic_file.h"
 
 #include <filesystem>
@@ -6,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <unistd.h>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
 namespace fs = std::filesystem;

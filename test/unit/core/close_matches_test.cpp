@@ -1,8 +1,8 @@
-#include "catch.h"
 #include "core/close_matches.h"
 
 #include <array>
 #include <string_view>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
 

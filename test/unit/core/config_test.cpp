@@ -1,4 +1,3 @@
-#include "catch.h"
 #include "core/config.h"
 #include "core/error.h"
 
@@ -8,6 +7,7 @@
 #include <string>
 #include <unistd.h>
 #include <vector>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
 using namespace libreyolo::config;

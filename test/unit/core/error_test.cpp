@@ -1,4 +1,3 @@
-#include "catch.h"
 #include "core/error.h"
 
 #include <c10/util/Exception.h>
@@ -9,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
 

@@ -1,10 +1,10 @@
-#include "catch.h"
 #include "core/option_table.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::config;
 

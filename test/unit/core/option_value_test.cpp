@@ -1,9 +1,9 @@
-#include "catch.h"
 #include "core/error.h"
 #include "core/option_table.h"
 #include "core/option_value.h"
 
 #include <string>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
 using namespace libreyolo::config;

@@ -1,9 +1,9 @@
-#include "catch.h"
 #include "core/error.h"
 #include "core/run_dir.h"
 
 #include <filesystem>
 #include <unistd.h>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
 namespace fs = std::filesystem;

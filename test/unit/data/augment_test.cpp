@@ -1,11 +1,11 @@
 // Geometric augmentations: paint white boxes, transform, and check that every transformed
 // box covers the white pixels it stands for (and, without rotation, fits them tightly).
-#include "catch.h"
 #include "data/augment/color.h"
 #include "data/augment/geometry.h"
 #include "data/augment/mosaic_mixup.h"
 
 #include <opencv2/imgproc.hpp>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::data;
 

@@ -1,9 +1,9 @@
-#include "catch.h"
 #include "core/error.h"
 #include "data/dataset_yaml.h"
 #include "test_images.h"
 
 #include <cstdlib>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
 using namespace libreyolo::data;

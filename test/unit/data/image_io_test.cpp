@@ -1,6 +1,6 @@
-#include "catch.h"
 #include "data/image_io.h"
 #include "test_images.h"
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::data;
 using namespace test_images;

@@ -1,10 +1,10 @@
-#include "catch.h"
 #include "data/label_scan.h"
 #include "test_images.h"
 
 #include <sys/stat.h>
 
 #include <algorithm>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::data;
 using namespace test_images;

@@ -1,7 +1,7 @@
-#include "catch.h"
 #include "data/labels.h"
 
 #include <string>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::data;
 

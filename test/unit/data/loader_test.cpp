@@ -1,4 +1,3 @@
-#include "catch.h"
 #include "data/dataset.h"
 #include "data/label_scan.h"
 #include "data/loader.h"
@@ -7,6 +6,7 @@
 
 #include <ATen/ATen.h>
 #include <opencv2/imgproc.hpp>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::data;
 using namespace test_images;

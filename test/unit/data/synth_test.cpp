@@ -1,4 +1,3 @@
-#include "catch.h"
 #include "data/dataset_yaml.h"
 #include "data/image_io.h"
 #include "data/label_scan.h"
@@ -7,6 +6,7 @@
 
 #include <fstream>
 #include <sstream>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::data;
 using namespace test_images;

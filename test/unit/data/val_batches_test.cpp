@@ -1,8 +1,8 @@
-#include "catch.h"
 #include "data/val_batches.h"
 #include "test_images.h"
 
 #include <opencv2/imgproc.hpp>
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::data;
 using namespace test_images;

@@ -1,6 +1,6 @@
-#include "catch.h"
 #include "core/error.h"
 #include "models/model_name.h"
+#include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
 using namespace libreyolo::models;

@@ -1,0 +1,42 @@
+// Shared convolution blocks: Conv2d (no bias) + BatchNorm (eps 1e-3, momentum 0.03) + SiLU, and
+// its depthwise-separable form. Submodule names follow the YOLOX/LibreYOLO weight layout
+// (conv/bn; dconv/pconv), so state dicts load unchanged.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/conv.h>
+
+namespace libreyolo::nn {
+
+inline constexpr double kBatchNormEps = 1e-3;
+inline constexpr double kBatchNormMomentum = 0.03;
+
+class BaseConvImpl : public torch::nn::Module {
+ public:
+  BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups = 1);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  torch::nn::Conv2d conv_{nullptr};
+  torch::nn::BatchNorm2d bn_{nullptr};
+};
+TORCH_MODULE(BaseConv);
+
+// Depthwise kxk (groups = in) then pointwise 1x1, each with BN + SiLU.
+class DWConvImpl : public torch::nn::Module {
+ public:
+  DWConvImpl(int in_channels, int out_channels, int kernel, int stride);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  BaseConv dconv_{nullptr};
+  BaseConv pconv_{nullptr};
+};
+TORCH_MODULE(DWConv);
+
+// BaseConv or DWConv behind one type, for blocks that take a `depthwise` switch.
+torch::nn::AnyModule make_conv(int in_channels, int out_channels, int kernel, int stride, bool depthwise);
+
+}  // namespace libreyolo::nn
