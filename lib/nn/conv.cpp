@@ -5,7 +5,13 @@
 
 namespace libreyolo::nn {
 
-BaseConvImpl::BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups) {
+BaseConvImpl::BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups, bool activation)
+    : activation_(activation),
+      in_channels_(in_channels),
+      out_channels_(out_channels),
+      kernel_(kernel),
+      stride_(stride),
+      groups_(groups) {
   conv_ = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, kernel)
                                                          .stride(stride)
                                                          .padding((kernel - 1) / 2)
@@ -15,7 +21,38 @@ BaseConvImpl::BaseConvImpl(int in_channels, int out_channels, int kernel, int st
                                   torch::nn::BatchNorm2dOptions(out_channels).eps(kBatchNormEps).momentum(kBatchNormMomentum)));
 }
 
-torch::Tensor BaseConvImpl::forward(const torch::Tensor& x) { return torch::silu(bn_(conv_(x))); }
+torch::Tensor BaseConvImpl::forward(const torch::Tensor& x) {
+  torch::Tensor y = bn_ ? bn_(conv_(x)) : conv_(x);
+  return activation_ ? torch::silu(y) : y;
+}
+
+std::pair<torch::Tensor, torch::Tensor> BaseConvImpl::folded_weight_and_bias() const {
+  const torch::Tensor weight = conv_->weight.detach();
+  if (!bn_) return {weight, conv_->bias.detach()};
+  const torch::Tensor scale = bn_->weight.detach() / torch::sqrt(bn_->running_var + bn_->options.eps());
+  const torch::Tensor bias = bn_->bias.detach() - bn_->running_mean * scale;
+  return {weight * scale.view({-1, 1, 1, 1}), bias};
+}
+
+torch::nn::Conv2dOptions BaseConvImpl::fused_options() const {
+  return torch::nn::Conv2dOptions(in_channels_, out_channels_, kernel_)
+      .stride(stride_)
+      .padding((kernel_ - 1) / 2)
+      .groups(groups_)
+      .bias(true);
+}
+
+void BaseConvImpl::fuse() {
+  if (!bn_) return;
+  torch::NoGradGuard no_grad;
+  const auto [weight, bias] = folded_weight_and_bias();
+  torch::nn::Conv2d fused(fused_options());
+  fused->weight.copy_(weight);
+  fused->bias.copy_(bias);
+  conv_ = replace_module("conv", fused);
+  unregister_module("bn");
+  bn_ = nullptr;
+}
 
 DWConvImpl::DWConvImpl(int in_channels, int out_channels, int kernel, int stride) {
   dconv_ = register_module("dconv", BaseConv(in_channels, in_channels, kernel, stride, in_channels));

@@ -15,12 +15,22 @@ inline constexpr double kBatchNormMomentum = 0.03;
 
 class BaseConvImpl : public torch::nn::Module {
  public:
-  BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups = 1);
+  BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups = 1, bool activation = true);
   torch::Tensor forward(const torch::Tensor& x);
+
+  // Folds the BatchNorm into the convolution (a biased conv, no BN) for inference.
+  void fuse();
+  bool fused() const { return !bn_; }
+  // The conv's effective (weight, bias) with the BatchNorm folded in; works before and after fuse().
+  std::pair<torch::Tensor, torch::Tensor> folded_weight_and_bias() const;
+  // The options of this conv as a biased conv (what fusing produces).
+  torch::nn::Conv2dOptions fused_options() const;
 
  private:
   torch::nn::Conv2d conv_{nullptr};
   torch::nn::BatchNorm2d bn_{nullptr};
+  bool activation_;
+  int in_channels_, out_channels_, kernel_, stride_, groups_;
 };
 TORCH_MODULE(BaseConv);
 

@@ -1,0 +1,93 @@
+"""Writes what the C++ model parity test compares against: a model of libreyolo 1.6.0 built in
+Python (random weights, fixed seed, nc=80, BatchNorm statistics randomised so eval mode uses
+them), its state dict, an input batch and the raw head outputs in eval and train mode.
+
+    make_reference.py OUT_DIR FAMILY SIZE [SIZE ...]      FAMILY: yolox | yolo9
+
+Exits 77 (skipped) when torch, safetensors or libreyolo cannot be imported.
+"""
+import pathlib
+import sys
+
+try:
+    import torch
+    from safetensors.torch import save_file
+    import libreyolo.models.yolo9.nn as yolo9_nn
+    import libreyolo.models.yolox.nn as yolox_nn
+except ImportError as error:  # the oracle is a test-time tool; without it the test skips
+    print(f"skipped: {error}")
+    sys.exit(77)
+
+
+def raw_outputs(family, model, captured):
+    """Per level, the head's raw maps as our C++ models return them."""
+    if family == "yolox":
+        return [(captured[f"reg{i}"], captured[f"obj{i}"], captured[f"cls{i}"]) for i in range(3)]
+    return [(captured[f"box{i}"], captured[f"cls{i}"]) for i in range(3)]
+
+
+def hook_head(family, model, keep):
+    for level in range(3):
+        if family == "yolox":
+            model.head.reg_preds[level].register_forward_hook(keep(f"reg{level}"))
+            model.head.obj_preds[level].register_forward_hook(keep(f"obj{level}"))
+            model.head.cls_preds[level].register_forward_hook(keep(f"cls{level}"))
+        else:
+            model.head.cv2[level].register_forward_hook(keep(f"box{level}"))
+            model.head.cv3[level].register_forward_hook(keep(f"cls{level}"))
+
+
+def reference(family: str, size: str, out: pathlib.Path) -> None:
+    torch.manual_seed(0)
+    if family == "yolox":
+        model = yolox_nn.LibreYOLOXModel(config=size, nb_classes=80)
+    else:
+        model = yolo9_nn.LibreYOLO9Model(config=size, nb_classes=80)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.BatchNorm2d):
+                module.running_mean.uniform_(-0.2, 0.2)
+                module.running_var.uniform_(0.5, 1.5)
+                module.weight.uniform_(0.5, 1.5)
+                module.bias.uniform_(-0.2, 0.2)
+    captured = {}
+
+    def keep(name):
+        def hook(_module, _inputs, output):
+            captured[name] = output.detach().clone()
+        return hook
+
+    hook_head(family, model, keep)
+
+    weights = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    images = torch.rand(2, 3, 96, 128)
+    tensors = {"input": images}
+    model.eval()
+    with torch.no_grad():
+        model(images)
+    for level, parts in enumerate(raw_outputs(family, model, captured)):
+        # YOLOX's eval output has objectness and classes through sigmoid; YOLOv9's raw maps do not.
+        if family == "yolox":
+            parts = (parts[0], parts[1].sigmoid(), parts[2].sigmoid())
+        tensors[f"eval{level}"] = torch.cat(parts, 1)
+    model.train()
+    with torch.no_grad():
+        model(images)
+    for level, parts in enumerate(raw_outputs(family, model, captured)):
+        tensors[f"train{level}"] = torch.cat(parts, 1)
+    save_file(weights, str(out / f"{family}-{size}.weights.safetensors"))
+    save_file(tensors, str(out / f"{family}-{size}.io.safetensors"))
+    print(f"{family}-{size}: {sum(p.numel() for p in model.parameters())} parameters, {len(weights)} state-dict entries")
+
+
+def main() -> int:
+    out = pathlib.Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    family = sys.argv[2]
+    for size in sys.argv[3:]:
+        reference(family, size, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
