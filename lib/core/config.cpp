@@ -226,7 +226,7 @@ void Config::apply_token(std::string_view raw_key, std::string_view text, Source
   if (spec == nullptr) fail_unknown_key(command_, key, context);
   if (!(spec->commands & command_)) {
     std::vector<std::string_view> owners;
-    for (const Command command : {command_train, command_val, command_predict, command_profile, command_data}) {
+    for (const Command command : {command_train, command_val, command_predict, command_profile, command_data, command_info}) {
       if (spec->commands & command) owners.push_back(command_name(command));
     }
     throw UsageError(fmt::format("{}'{}' is not accepted by '{}' (it is a key of: {})", context, key,

@@ -95,7 +95,7 @@ std::string format_man_options(unsigned command) {
       if (!alias.empty()) text += fmt::format("Also accepted: {}.\n", troff_escape(alias));
       if (spec.commands != command) {
         std::string owners;
-        for (const Command owner : {command_train, command_val, command_predict, command_profile, command_data}) {
+        for (const Command owner : {command_train, command_val, command_predict, command_profile, command_data, command_info}) {
           if (spec.commands & owner) owners += fmt::format("{}{}", owners.empty() ? "" : ", ", command_name(owner));
         }
         text += fmt::format("Commands: {}.\n", owners);

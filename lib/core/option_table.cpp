@@ -20,7 +20,7 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     // --- model / data
     {.name = "model", .type = T::text, .default_value = "yolox-s", .group = "model/data",
      .help = "model name (yolo9-t/s/m/c, yolox-n/t/s/m/l/x), LibreYOLO weights name (LibreYOLO9t.pt) or a checkpoint path",
-     .commands = run_model | command_data},
+     .commands = run_model | command_data | command_info},
     {.name = "data", .type = T::text, .default_value = "", .group = "model/data",
      .help = "dataset YAML path or built-in name (coco8, coco128, coco); required for train and val",
      .commands = train_val | command_profile | command_data},
@@ -42,7 +42,7 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
      .help = "global batch size (all devices together); -1 = AutoBatch on CUDA",
      .commands = train_val | command_profile | command_data, .minimum = -1, .maximum = 1e6},
     {.name = "imgsz", .type = T::image_size, .default_value = "640", .group = "loop",
-     .help = "input size: 640 or HxW such as 480x640", .commands = run_model | command_data, .minimum = 32, .maximum = 8192},
+     .help = "input size: 640 or HxW such as 480x640", .commands = run_model | command_data | command_info, .minimum = 32, .maximum = 8192},
     {.name = "device", .type = T::text, .default_value = "auto", .group = "loop",
      .help = "auto, cpu, a CUDA index (0) or several (0,1)", .commands = run_model},
     {.name = "workers", .type = T::integer, .default_value = "4", .group = "loop",
@@ -250,6 +250,11 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {.name = "profile_open", .type = T::boolean, .default_value = "true", .group = "profiler",
      .help = "open timeline.html in a browser when a display is available", .commands = train_profile},
 
+    // --- info command
+    {.name = "nc", .type = T::integer, .default_value = "80", .group = "model/data",
+     .help = "number of classes of a model built from scratch (training takes it from the data YAML)",
+     .commands = command_info, .minimum = 1, .maximum = 100000},
+
     // --- data command
     {.name = "out", .type = T::text, .default_value = "", .group = "data",
      .help = "output: the folder `data synth` writes, the image `data preview` writes", .commands = command_data},
@@ -362,6 +367,7 @@ std::string_view command_name(Command command) {
     case command_predict: return "predict";
     case command_profile: return "profile";
     case command_data: return "data";
+    case command_info: return "info";
   }
   return "?";
 }

@@ -28,8 +28,10 @@ enum Command : unsigned {
   command_predict = 1u << 2,
   command_profile = 1u << 3,
   command_data = 1u << 4,  // libreyolo data check|preview|bench|synth
+  command_info = 1u << 5,  // libreyolo info
 };
-inline constexpr unsigned command_all = command_train | command_val | command_predict | command_profile | command_data;
+inline constexpr unsigned command_all =
+    command_train | command_val | command_predict | command_profile | command_data | command_info;
 
 struct OptionSpec {
   std::string_view name;

@@ -27,4 +27,10 @@ expect_in "$WORK/out" "scheduler: \"linear\""
 "$LIBREYOLO" cfg epochs=5 imgsz=320 amp=false >a.txt 2>/dev/null
 "$LIBREYOLO" detect cfg --epochs 5 --imgsz 320 --no-amp >b.txt 2>/dev/null
 cmp -s a.txt b.txt || fail "key=value and --key value resolved differently"
+# info: the published parameter counts and GFLOPs
+expect_exit 0 info model=yolox-n
+expect_in "$WORK/out" "YOLOX-n summary: 401 layers, 912159 parameters, 912159 gradients, 1.08 GFLOPs at 416"
+expect_exit 0 info model=yolo9-t imgsz=320 json=true
+expect_in "$WORK/out" '"parameters":2036544'
+expect_exit 4 info model=yolov8n
 finish

@@ -13,6 +13,7 @@ int run_cfg(const Arguments& arguments);      // print the resolved option table
 int run_train(const Arguments& arguments);
 int run_data(const Arguments& arguments);        // data check|preview|bench|synth
 int run_data_bench(const Arguments& arguments);  // data bench
+int run_info(const Arguments& arguments);        // model summary
 int run_man_options(const Arguments& arguments);  // troff OPTIONS section, for maintainers
 
 }  // namespace libreyolo::cli

@@ -18,9 +18,10 @@ struct Subcommand {
   std::string_view summary;
 };
 
-constexpr std::array<Subcommand, 6> kSubcommands{{
+constexpr std::array<Subcommand, 7> kSubcommands{{
     {"train", libreyolo::cli::run_train, "train a detector: libreyolo train model=yolo9-t data=coco8 epochs=10"},
     {"data", libreyolo::cli::run_data, "inspect a dataset: libreyolo data check data=coco128"},
+    {"info", libreyolo::cli::run_info, "layers, parameters and GFLOPs: libreyolo info model=yolo9-s imgsz=640"},
     {"cfg", libreyolo::cli::run_cfg, "print every key with its resolved value: libreyolo cfg model=yolo9-s"},
     {"checks", libreyolo::cli::run_checks, "versions, CUDA stack, GPUs and CPU threads of this build"},
     {"version", libreyolo::cli::run_checks, "same as checks"},

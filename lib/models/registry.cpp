@@ -1,0 +1,110 @@
+#include "models/registry.h"
+
+#include "core/error.h"
+#include "models/yolo9/model.h"
+#include "models/yolox/model.h"
+#include "nn/gelan.h"
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace libreyolo::models {
+
+namespace {
+
+thread_local double convolution_flops = 0;  // of convolutions and BatchNorms
+
+// Inputs are only readable in the start callback, outputs only in the end callback.
+struct OperationsPerOutput : at::ObserverContext {
+  double value = 0;
+};
+
+// thop's convention (what the YOLOX README's GFLOPs use): a convolution costs its multiply-adds
+// plus one add per output for a bias, a BatchNorm two operations per element; FLOPs = 2 x that.
+std::unique_ptr<at::ObserverContext> start_operation(const at::RecordFunction& function) {
+  // aten::convolution only: the _convolution / mkldnn_convolution it calls would count again
+  const std::string_view name = function.name();
+  auto context = std::make_unique<OperationsPerOutput>();
+  if (name == "aten::batch_norm") {
+    context->value = 2;
+    return context;
+  }
+  if (name != "aten::convolution") return nullptr;
+  const auto inputs = function.inputs();
+  if (inputs.size() < 3 || !inputs[1].isTensor()) return nullptr;
+  const at::Tensor& weight = inputs[1].toTensor();  // [out, in / groups, kh, kw]
+  const bool has_bias = inputs[2].isTensor() && inputs[2].toTensor().defined();
+  context->value = static_cast<double>(weight.numel() / weight.size(0)) + (has_bias ? 1.0 : 0.0);
+  return context;
+}
+
+void end_operation(const at::RecordFunction& function, at::ObserverContext* context) {
+  if (context == nullptr) return;
+  const auto& outputs = function.outputs();
+  if (outputs.empty() || !outputs[0].isTensor()) return;
+  convolution_flops +=
+      2.0 * static_cast<double>(outputs[0].toTensor().numel()) * static_cast<OperationsPerOutput*>(context)->value;
+}
+
+}  // namespace
+
+DetectionModel build_model(const ModelName& name, int class_count) {
+  if (name.family.empty()) {
+    throw ModelError("this model name does not say its family and size; loading checkpoints needs weights I/O, "
+                     "which is not built yet: use a name like yolo9-t or yolox-s");
+  }
+  DetectionModel model;
+  if (name.family == "yolo9") {
+    yolo9::Model net(name.size, class_count);
+    model.display_name = fmt::format("YOLOv9-{}", name.size);
+    model.module = net.ptr();
+    model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
+    model.fuse = [net]() mutable { net->fuse(); };
+    return model;
+  }
+  if (name.family == "yolox") {
+    yolox::Model net(name.size, class_count);
+    model.display_name = fmt::format("YOLOX-{}", name.size);
+    model.default_image_size = net->spec().input_size;
+    model.module = net.ptr();
+    model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
+    model.fuse = [net]() mutable { nn::fuse_for_inference(*net); };
+    return model;
+  }
+  throw ModelError(fmt::format("unknown model family '{}'", name.family));
+}
+
+double model_gflops(const std::function<void()>& run) {
+  convolution_flops = 0;
+  auto handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(start_operation, end_operation).needsInputs(true).needsOutputs(true).scopes({at::RecordScope::FUNCTION}));
+  try {
+    run();
+  } catch (...) {
+    at::removeCallback(handle);
+    throw;
+  }
+  at::removeCallback(handle);
+  return convolution_flops / 1e9;
+}
+
+ModelSummary summarize(const DetectionModel& model, int image_height, int image_width) {
+  ModelSummary summary;
+  summary.layers = static_cast<std::int64_t>(model.module->modules().size());
+  for (const auto& parameter : model.module->parameters()) {
+    summary.parameters += parameter.numel();
+    if (parameter.requires_grad()) summary.gradients += parameter.numel();
+  }
+  const bool was_training = model.module->is_training();
+  model.module->eval();
+  at::NoGradGuard no_grad;
+  const at::Tensor image = at::zeros({1, 3, image_height, image_width});
+  summary.gflops = model_gflops([&] { model.forward(image); });
+  model.module->train(was_training);
+  return summary;
+}
+
+}  // namespace libreyolo::models

@@ -1,0 +1,41 @@
+// One entry point from a model name (family + size) to a built network, whatever its family,
+// plus the summary `libreyolo info` prints (layers, parameters, gradients, GFLOPs).
+#pragma once
+
+#include "models/model_name.h"
+
+#include <ATen/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace libreyolo::models {
+
+struct DetectionModel {
+  std::string display_name;  // "YOLOv9-t", "YOLOX-s"
+  int default_image_size = 640;
+  std::shared_ptr<torch::nn::Module> module;
+  std::function<std::vector<at::Tensor>(const at::Tensor&)> forward;  // raw per-level maps
+  std::function<void()> fuse;                                          // for inference
+};
+
+// Throws ModelError for an unknown family or size (or a checkpoint, which needs weights I/O).
+DetectionModel build_model(const ModelName& name, int class_count);
+
+struct ModelSummary {
+  std::int64_t layers = 0;      // modules, as Ultralytics counts them
+  std::int64_t parameters = 0;
+  std::int64_t gradients = 0;   // parameters that require grad
+  double gflops = 0;            // one image at the given size, thop's convention (see model_gflops)
+};
+
+ModelSummary summarize(const DetectionModel& model, int image_height, int image_width);
+
+// GFLOPs of what `run` executes on this thread, as thop (and the YOLOX README) count them:
+// 2 x (convolution multiply-adds + one add per biased output + 2 per BatchNorm element).
+double model_gflops(const std::function<void()>& run);
+
+}  // namespace libreyolo::models

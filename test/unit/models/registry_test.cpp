@@ -1,0 +1,42 @@
+#include "core/error.h"
+#include "models/registry.h"
+
+#include <cmath>
+
+#include "catch.h"  // last: see catch.h
+
+using namespace libreyolo::models;
+
+TEST_CASE("GFLOPs are within 3 % of the published figures", "[registry]") {
+  // (name, image size, published GFLOPs, fused?): the YOLOv9 paper counts the fused
+  // (deployed) model; the YOLOX README profiles the model as built, BatchNorms included.
+  const std::vector<std::tuple<std::string, int, double, bool>> published = {
+      {"yolo9-t", 640, 7.7, true}, {"yolo9-s", 640, 26.4, true}, {"yolox-n", 416, 1.08, false},
+      {"yolox-t", 416, 6.45, false}, {"yolox-s", 640, 26.8, false}};
+  for (const auto& [name, size, gflops, fused] : published) {
+    DetectionModel model = build_model(parse_model_name(name), 80);
+    if (fused) model.fuse();
+    const ModelSummary summary = summarize(model, size, size);
+    INFO(name << ": " << summary.gflops << " GFLOPs, published " << gflops);
+    CHECK(std::abs(summary.gflops / gflops - 1) < 0.03);
+    CHECK(summary.parameters == summary.gradients);
+  }
+}
+
+TEST_CASE("FLOPs are counted once per convolution, with bias and BatchNorm as thop does", "[registry]") {
+  // one 3x3 conv, 8 -> 16 channels, on 32x32: 2 * 16*32*32 * 8*9 FLOPs
+  const auto weight = at::randn({16, 8, 3, 3});
+  const auto bias = at::randn({16});
+  const auto input = at::randn({1, 8, 32, 32});
+  const double outputs = 16.0 * 32 * 32;
+  CHECK(model_gflops([&] { at::conv2d(input, weight, {}, 1, 1); }) * 1e9 == Approx(2.0 * outputs * 8 * 9));
+  CHECK(model_gflops([&] { at::conv2d(input, weight, bias, 1, 1); }) * 1e9 == Approx(2.0 * outputs * (8 * 9 + 1)));
+  const auto mean = at::zeros({8}), variance = at::ones({8});
+  CHECK(model_gflops([&] { at::batch_norm(input, {}, {}, mean, variance, false, 0.1, 1e-3, false); }) * 1e9 ==
+        Approx(2.0 * 2 * 8 * 32 * 32));
+}
+
+TEST_CASE("build_model refuses what it cannot build", "[registry]") {
+  CHECK_THROWS_AS(build_model(parse_model_name("runs/exp/weights/best.pt"), 80), libreyolo::ModelError);
+  CHECK(build_model(parse_model_name("yolox-n"), 3).default_image_size == 416);
+}
