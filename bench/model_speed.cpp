@@ -1,0 +1,91 @@
+// Forward+backward speed of the models on this machine (JSON lines): images/s, the achieved
+// GFLOP/s (3 x forward FLOPs per image, the usual forward+backward estimate) and, for scale,
+// the GFLOP/s of a large float32 matmul measured in the same run. Median of `repeat` runs.
+//   bench/model_speed [imgsz=640] [batch=8] [iterations=3] [repeat=3]
+#include "models/registry.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+using namespace libreyolo::models;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+double matmul_gflops() {
+  const auto a = at::randn({2048, 2048});
+  const auto b = at::randn({2048, 2048});
+  at::matmul(a, b);  // warm-up
+  std::vector<double> rates;
+  for (int i = 0; i < 5; ++i) {
+    const auto start = Clock::now();
+    at::matmul(a, b);
+    rates.push_back(2.0 * 2048.0 * 2048.0 * 2048.0 / seconds_since(start) / 1e9);
+  }
+  return median(rates);
+}
+
+void to_channels_last(torch::nn::Module& module) {
+  for (auto& parameter : module.parameters()) {
+    if (parameter.dim() == 4) parameter.set_data(parameter.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int size = argc > 1 ? std::atoi(argv[1]) : 640;
+  const int batch = argc > 2 ? std::atoi(argv[2]) : 8;
+  const int iterations = argc > 3 ? std::atoi(argv[3]) : 3;
+  const int repeat = argc > 4 ? std::atoi(argv[4]) : 3;
+  const double peak = matmul_gflops();
+  for (const std::string name : {"yolo9-t", "yolox-s"}) {
+    for (const bool channels_last : {false, true}) {
+      DetectionModel model = build_model(parse_model_name(name), 80);
+      const double forward_gflops = summarize(model, size, size).gflops;
+      model.module->train();
+      at::Tensor images = at::rand({batch, 3, size, size});
+      if (channels_last) {
+        to_channels_last(*model.module);
+        images = images.contiguous(at::MemoryFormat::ChannelsLast);
+      }
+      const auto step = [&] {
+        for (auto& parameter : model.module->parameters()) parameter.mutable_grad() = at::Tensor();
+        at::Tensor loss = at::zeros({});
+        for (const auto& output : model.forward(images)) loss = loss + output.to(at::kFloat).mean();
+        loss.backward();
+      };
+      step();  // warm-up
+      std::vector<double> rates;
+      for (int r = 0; r < repeat; ++r) {
+        const auto start = Clock::now();
+        for (int i = 0; i < iterations; ++i) step();
+        rates.push_back(batch * iterations / seconds_since(start));
+      }
+      const double images_per_second = median(rates);
+      fmt::print("{}\n", nlohmann::json{{"bench", "model_forward_backward"}, {"model", name}, {"imgsz", size},
+                                        {"batch", batch}, {"channels_last", channels_last},
+                                        {"images_per_second", images_per_second}, {"runs", rates},
+                                        {"forward_gflops_per_image", forward_gflops},
+                                        {"achieved_gflops_per_second", 3 * forward_gflops * images_per_second},
+                                        {"matmul_peak_gflops_per_second", peak},
+                                        {"torch_threads", at::get_num_threads()}}
+                                 .dump());
+    }
+  }
+  return 0;
+}
