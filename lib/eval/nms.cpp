@@ -1,0 +1,126 @@
+#include "eval/nms.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+namespace libreyolo::eval {
+
+at::Tensor nms(const at::Tensor& boxes_in, const at::Tensor& scores_in, double iou_threshold) {
+  const at::Tensor boxes = boxes_in.to(at::kFloat).contiguous();
+  const at::Tensor order = std::get<1>(scores_in.to(at::kFloat).sort(/*dim=*/0, /*descending=*/true)).contiguous();
+  const std::int64_t count = boxes.size(0);
+  const float* b = boxes.data_ptr<float>();
+  const std::int64_t* sorted = order.data_ptr<std::int64_t>();
+  std::vector<float> areas(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) {
+    areas[i] = std::max(0.f, b[4 * i + 2] - b[4 * i]) * std::max(0.f, b[4 * i + 3] - b[4 * i + 1]);
+  }
+  std::vector<char> suppressed(static_cast<std::size_t>(count), 0);
+  std::vector<std::int64_t> keep;
+  for (std::int64_t n = 0; n < count; ++n) {
+    const std::int64_t i = sorted[n];
+    if (suppressed[i]) continue;
+    keep.push_back(i);
+    for (std::int64_t m = n + 1; m < count; ++m) {
+      const std::int64_t j = sorted[m];
+      if (suppressed[j]) continue;
+      const float width = std::min(b[4 * i + 2], b[4 * j + 2]) - std::max(b[4 * i], b[4 * j]);
+      const float height = std::min(b[4 * i + 3], b[4 * j + 3]) - std::max(b[4 * i + 1], b[4 * j + 1]);
+      if (width <= 0 || height <= 0) continue;
+      const float intersection = width * height;
+      if (intersection / (areas[i] + areas[j] - intersection) > iou_threshold) suppressed[j] = 1;
+    }
+  }
+  return at::tensor(keep, at::kLong);
+}
+
+at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& classes, double iou_threshold) {
+  if (boxes.size(0) == 0) return at::empty({0}, at::kLong);
+  // offset each class far apart so boxes of different classes never overlap (torchvision's trick)
+  const at::Tensor offsets = classes.to(boxes.scalar_type()) * (boxes.max() + 1);
+  return nms(boxes + offsets.unsqueeze(1), scores, iou_threshold);
+}
+
+std::vector<at::Tensor> non_max_suppression(const at::Tensor& boxes, const at::Tensor& class_scores,
+                                            const NmsOptions& options) {
+  std::vector<at::Tensor> results;
+  for (std::int64_t image = 0; image < boxes.size(0); ++image) {
+    const at::Tensor image_boxes = boxes[image];
+    const at::Tensor scores = class_scores[image];
+    at::Tensor candidate_boxes, candidate_scores, candidate_classes;
+    if (options.multi_label) {
+      const at::Tensor above = (scores > options.confidence).nonzero();  // [K, 2]: anchor, class
+      const at::Tensor anchors = above.select(1, 0);
+      candidate_classes = above.select(1, 1);
+      candidate_boxes = image_boxes.index_select(0, anchors);
+      candidate_scores = scores.index({anchors, candidate_classes});
+    } else {
+      const auto [best, best_class] = scores.max(1);
+      const at::Tensor keep = (best > options.confidence).nonzero().squeeze(1);
+      candidate_boxes = image_boxes.index_select(0, keep);
+      candidate_scores = best.index_select(0, keep);
+      candidate_classes = best_class.index_select(0, keep);
+    }
+    if (candidate_scores.size(0) > options.max_candidates) {
+      const at::Tensor top = std::get<1>(candidate_scores.topk(options.max_candidates));
+      candidate_boxes = candidate_boxes.index_select(0, top);
+      candidate_scores = candidate_scores.index_select(0, top);
+      candidate_classes = candidate_classes.index_select(0, top);
+    }
+    at::Tensor kept = batched_nms(candidate_boxes, candidate_scores, candidate_classes, options.iou);
+    if (kept.size(0) > options.max_detections) kept = kept.slice(0, 0, options.max_detections);
+    results.push_back(at::cat({candidate_boxes.index_select(0, kept), candidate_scores.index_select(0, kept).unsqueeze(1),
+                               candidate_classes.index_select(0, kept).to(candidate_boxes.scalar_type()).unsqueeze(1)},
+                              1));
+  }
+  return results;
+}
+
+namespace {
+
+// [H*W, 2] cell coordinates (x, y) of a level, plus `offset` (0.5 for cell centres).
+at::Tensor grid(std::int64_t height, std::int64_t width, double offset, const at::TensorOptions& options) {
+  const at::Tensor ys = at::arange(height, options).add(offset);
+  const at::Tensor xs = at::arange(width, options).add(offset);
+  const auto mesh = at::meshgrid({ys, xs}, "ij");
+  return at::stack({mesh[1], mesh[0]}, -1).reshape({-1, 2});
+}
+
+}  // namespace
+
+Decoded decode_yolo9(const std::vector<at::Tensor>& maps, int reg_max, const std::vector<int>& strides) {
+  std::vector<at::Tensor> boxes, scores;
+  const at::Tensor bins = at::arange(reg_max, maps[0].options());
+  for (std::size_t level = 0; level < maps.size(); ++level) {
+    const at::Tensor& map = maps[level];
+    const std::int64_t batch = map.size(0), height = map.size(2), width = map.size(3);
+    const at::Tensor flat = map.flatten(2).transpose(1, 2);  // [B, HW, C]
+    const at::Tensor distribution = flat.slice(2, 0, 4 * reg_max).reshape({batch, height * width, 4, reg_max});
+    const at::Tensor distances = (distribution.softmax(3) * bins).sum(3);  // [B, HW, 4]: l, t, r, b
+    const at::Tensor anchors = grid(height, width, 0.5, map.options()).unsqueeze(0);
+    const at::Tensor top_left = anchors - distances.slice(2, 0, 2);
+    const at::Tensor bottom_right = anchors + distances.slice(2, 2, 4);
+    boxes.push_back(at::cat({top_left, bottom_right}, 2) * strides[level]);
+    scores.push_back(flat.slice(2, 4 * reg_max).sigmoid());
+  }
+  return {at::cat(boxes, 1), at::cat(scores, 1)};
+}
+
+Decoded decode_yolox(const std::vector<at::Tensor>& maps, const std::vector<int>& strides) {
+  std::vector<at::Tensor> boxes, scores;
+  for (std::size_t level = 0; level < maps.size(); ++level) {
+    const at::Tensor& map = maps[level];
+    const std::int64_t height = map.size(2), width = map.size(3);
+    const at::Tensor flat = map.flatten(2).transpose(1, 2);  // [B, HW, 5 + nc]
+    const at::Tensor cells = grid(height, width, 0.0, map.options()).unsqueeze(0);
+    const double stride = strides[level];
+    const at::Tensor centre = (flat.slice(2, 0, 2) + cells) * stride;
+    const at::Tensor size = flat.slice(2, 2, 4).exp() * stride;
+    boxes.push_back(at::cat({centre - size / 2, centre + size / 2}, 2));
+    scores.push_back(flat.slice(2, 5) * flat.slice(2, 4, 5));
+  }
+  return {at::cat(boxes, 1), at::cat(scores, 1)};
+}
+
+}  // namespace libreyolo::eval
