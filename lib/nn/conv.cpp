@@ -1,6 +1,7 @@
 #include "nn/conv.h"
 
 #include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/upsampling.h>
 #include <torch/nn/modules/container/any.h>
 
 namespace libreyolo::nn {
@@ -60,6 +61,11 @@ DWConvImpl::DWConvImpl(int in_channels, int out_channels, int kernel, int stride
 }
 
 torch::Tensor DWConvImpl::forward(const torch::Tensor& x) { return pconv_(dconv_(x)); }
+
+torch::Tensor upsample_nearest_2x(const torch::Tensor& x) {
+  return torch::nn::functional::interpolate(
+      x, torch::nn::functional::InterpolateFuncOptions().scale_factor(std::vector<double>{2.0, 2.0}).mode(torch::kNearest));
+}
 
 torch::nn::AnyModule make_conv(int in_channels, int out_channels, int kernel, int stride, bool depthwise) {
   if (depthwise) return torch::nn::AnyModule(DWConv(in_channels, out_channels, kernel, stride));

@@ -46,6 +46,9 @@ class DWConvImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DWConv);
 
+// Nearest-neighbour 2x upsampling (the necks of both families).
+torch::Tensor upsample_nearest_2x(const torch::Tensor& x);
+
 // BaseConv or DWConv behind one type, for blocks that take a `depthwise` switch.
 torch::nn::AnyModule make_conv(int in_channels, int out_channels, int kernel, int stride, bool depthwise);
 

@@ -3,7 +3,6 @@
 #include "core/error.h"
 
 #include <fmt/format.h>
-#include <torch/nn/functional/upsampling.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 
@@ -30,11 +29,6 @@ torch::nn::AnyModule downsample(bool adown, int in_channels, int out_channels) {
 
 nn::RepNCSPELAN elan(int in_channels, const std::array<int, 2>& out_part, int depth) {
   return nn::RepNCSPELAN(in_channels, out_part[1], out_part[1] / 2, out_part[0], depth);
-}
-
-torch::Tensor upsample2(const torch::Tensor& x) {
-  return torch::nn::functional::interpolate(
-      x, torch::nn::functional::InterpolateFuncOptions().scale_factor(std::vector<double>{2.0, 2.0}).mode(torch::kNearest));
 }
 
 int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
@@ -92,8 +86,8 @@ Neck9Impl::Neck9Impl(const SizeSpec& spec) {
 }
 
 std::vector<torch::Tensor> Neck9Impl::forward(const std::vector<torch::Tensor>& features) {
-  const torch::Tensor n4 = elan_up1_(torch::cat({upsample2(features[2]), features[1]}, 1));
-  const torch::Tensor p3 = elan_up2_(torch::cat({upsample2(n4), features[0]}, 1));
+  const torch::Tensor n4 = elan_up1_(torch::cat({nn::upsample_nearest_2x(features[2]), features[1]}, 1));
+  const torch::Tensor p3 = elan_up2_(torch::cat({nn::upsample_nearest_2x(n4), features[0]}, 1));
   const torch::Tensor p4 = elan_down1_(torch::cat({down1_.forward(p3), n4}, 1));
   const torch::Tensor p5 = elan_down2_(torch::cat({down2_.forward(p4), features[2]}, 1));
   return {p3, p4, p5};

@@ -3,7 +3,6 @@
 #include "core/error.h"
 
 #include <fmt/format.h>
-#include <torch/nn/functional/upsampling.h>
 
 #include <array>
 #include <cmath>
@@ -29,11 +28,6 @@ torch::nn::Sequential stage(int in_channels, int out_channels, int depth, bool d
   sequential->push_back(nn::make_conv(in_channels, out_channels, 3, 2, depthwise));
   sequential->push_back(nn::CSPLayer(out_channels, out_channels, depth, true, depthwise));
   return sequential;
-}
-
-torch::Tensor upsample2(const torch::Tensor& x) {
-  return torch::nn::functional::interpolate(
-      x, torch::nn::functional::InterpolateFuncOptions().scale_factor(std::vector<double>{2.0, 2.0}).mode(torch::kNearest));
 }
 
 }  // namespace
@@ -88,9 +82,9 @@ PafpnImpl::PafpnImpl(double depth, double width, bool depthwise) {
 std::vector<torch::Tensor> PafpnImpl::forward(const torch::Tensor& x) {
   const auto features = backbone_(x);
   const torch::Tensor fpn_out0 = lateral_conv0_(features[2]);
-  const torch::Tensor f_out0 = c3_p4_(torch::cat({upsample2(fpn_out0), features[1]}, 1));
+  const torch::Tensor f_out0 = c3_p4_(torch::cat({nn::upsample_nearest_2x(fpn_out0), features[1]}, 1));
   const torch::Tensor fpn_out1 = reduce_conv1_(f_out0);
-  const torch::Tensor pan_out2 = c3_p3_(torch::cat({upsample2(fpn_out1), features[0]}, 1));
+  const torch::Tensor pan_out2 = c3_p3_(torch::cat({nn::upsample_nearest_2x(fpn_out1), features[0]}, 1));
   const torch::Tensor pan_out1 = c3_n3_(torch::cat({bu_conv2_.forward(pan_out2), fpn_out1}, 1));
   const torch::Tensor pan_out0 = c3_n4_(torch::cat({bu_conv1_.forward(pan_out1), fpn_out0}, 1));
   return {pan_out2, pan_out1, pan_out0};

@@ -1,4 +1,5 @@
 #include "core/atomic_file.h"
+#include "test_util.h"
 
 #include <filesystem>
 #include <fstream>
@@ -8,16 +9,11 @@
 #include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
+using test_util::read_all;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_all(const fs::path& path) {
-  std::ifstream stream(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << stream.rdbuf();
-  return buffer.str();
-}
 
 std::size_t entries_in(const fs::path& folder) {
   std::size_t count = 0;

@@ -3,6 +3,7 @@
 #include "data/label_scan.h"
 #include "data/synth.h"
 #include "test_images.h"
+#include "test_util.h"
 
 #include <fstream>
 #include <sstream>
@@ -12,14 +13,7 @@ using namespace libreyolo::data;
 using namespace test_images;
 namespace fs = std::filesystem;
 
-namespace {
-std::string read_all(const fs::path& path) {
-  std::ifstream stream(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << stream.rdbuf();
-  return buffer.str();
-}
-}  // namespace
+using test_util::read_all;
 
 TEST_CASE("synth writes a valid YOLO dataset, the same bytes for the same seed", "[synth]") {
   const auto root = fresh_folder("synth");

@@ -3,17 +3,13 @@
 
 #include <ATen/ATen.h>
 
+#include "test_util.h"
+
 #include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::models;
 
-namespace {
-std::int64_t parameter_count(torch::nn::Module& module) {
-  std::int64_t total = 0;
-  for (const auto& parameter : module.parameters()) total += parameter.numel();
-  return total;
-}
-}  // namespace
+using test_util::parameter_count;
 
 TEST_CASE("YOLOv9 parameter counts: fused t/s are the paper's 2.0 M / 7.1 M exactly", "[yolo9]") {
   // Unfused counts equal LibreYOLO 1.6.0's models (checked in the parity suite as well). The

@@ -2,17 +2,13 @@
 #include "models/yolox/model.h"
 
 #include <torch/torch.h>
+#include "test_util.h"
+
 #include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::models;
 
-namespace {
-std::int64_t parameter_count(torch::nn::Module& module) {
-  std::int64_t total = 0;
-  for (const auto& parameter : module.parameters()) total += parameter.numel();
-  return total;
-}
-}  // namespace
+using test_util::parameter_count;
 
 TEST_CASE("YOLOX parameter counts are exact at nc=80", "[yolox]") {
   // README figures: nano 0.91 M, tiny 5.06 M, s 9.0 M, m 25.3 M, l 54.2 M (exact values computed
