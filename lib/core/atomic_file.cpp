@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -64,6 +65,11 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
     stream.flush();
     if (!stream) throw RuntimeError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
   });
+}
+
+bool folder_marked_read_only(const std::filesystem::path& folder) {
+  struct stat info {};
+  return ::stat(folder.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && (info.st_mode & 0222) == 0;
 }
 
 }  // namespace libreyolo

@@ -15,4 +15,8 @@ void write_atomically(const std::filesystem::path& path,
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 
+// True for an existing folder without any write bit: a read-only dataset, which caches leave
+// untouched even when the process is root (who could write anyway).
+bool folder_marked_read_only(const std::filesystem::path& folder);
+
 }  // namespace libreyolo

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 #include <opencv2/imgproc.hpp>
-#include <sys/stat.h>
 
 #include <atomic>
 #include <cmath>
@@ -38,11 +37,6 @@ fs::path disk_cache_path(const fs::path& image, int image_size) {
   return fs::path(image.string() + fmt::format(".{}.libreyolo", image_size));
 }
 
-bool folder_writeable(const fs::path& folder) {
-  struct stat info {};
-  return ::stat(folder.c_str(), &info) == 0 && (info.st_mode & 0222) != 0;
-}
-
 }  // namespace
 
 CacheMode parse_cache_mode(const std::string& text) {
@@ -69,7 +63,8 @@ DetectionDataset::DetectionDataset(std::vector<ImageRecord> records, int class_c
       log::info("cache=ram: {:.2f} GB of resized images (filled on first use)", static_cast<double>(needed) / 1e9);
     }
   }
-  if (cache_ == CacheMode::disk && !records_.empty() && !folder_writeable(records_.front().image.parent_path())) {
+  if (cache_ == CacheMode::disk && !records_.empty() && (!fs::is_directory(records_.front().image.parent_path()) ||
+                                                    folder_marked_read_only(records_.front().image.parent_path()))) {
     log::warn("cache=disk: {} is read-only; not caching", records_.front().image.parent_path().string());
     cache_ = CacheMode::none;
   }

@@ -147,13 +147,6 @@ bool load_cache(const fs::path& path, const std::string& fingerprint, ScanResult
   return true;
 }
 
-// A folder without any write bit is a read-only dataset even for root (who could write anyway):
-// leave it untouched.
-bool marked_read_only(const fs::path& folder) {
-  struct stat info {};
-  return ::stat(folder.c_str(), &info) == 0 && (info.st_mode & 0222) == 0;
-}
-
 }  // namespace
 
 std::string ScanResult::summary() const {
@@ -200,7 +193,7 @@ ScanResult scan_images(const std::vector<fs::path>& images, int class_count, con
     result.images.push_back(std::move(outcome.record));
   }
 
-  if (options.use_cache && !result.cache_file.empty() && !marked_read_only(result.cache_file.parent_path())) {
+  if (options.use_cache && !result.cache_file.empty() && !folder_marked_read_only(result.cache_file.parent_path())) {
     try {
       write_file_atomically(result.cache_file, to_json(result, fingerprint).dump());
     } catch (const std::exception&) {

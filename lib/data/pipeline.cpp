@@ -4,7 +4,6 @@
 #include "data/augment/geometry.h"
 #include "data/augment/mosaic_mixup.h"
 
-#include <numeric>
 
 namespace libreyolo::data {
 
@@ -35,19 +34,15 @@ TrainPipeline::TrainPipeline(const DetectionDataset& dataset, AugmentConfig augm
     : dataset_(dataset), augment_(std::move(augment)), seed_(seed) {}
 
 std::size_t TrainPipeline::Draw::partner() {
+  if (pool.empty()) return static_cast<std::size_t>(random.integer(0, static_cast<int>(dataset_size) - 1));
   return pool[static_cast<std::size_t>(random.integer(0, static_cast<int>(pool.size()) - 1))];
 }
 
 Sample TrainPipeline::sample(std::size_t index, int epoch, std::span<const std::size_t> pool) const {
   SampleRandom random(seed_, static_cast<std::uint64_t>(epoch), index);
-  // a pool too small to mix well: partners come from the whole dataset
-  std::vector<std::size_t> everything;
-  if (pool.size() < 4) {
-    everything.resize(dataset_.size());
-    std::iota(everything.begin(), everything.end(), 0);
-    pool = everything;
-  }
-  Draw draw{random, pool};
+  // a pool too small to mix well: partners come from the whole dataset (same draws, no index list)
+  if (pool.size() < 4) pool = {};
+  Draw draw{random, pool, dataset_.size()};
   Sample out = augment_.family == "yolox" ? yolox_sample(index, draw) : yolo9_sample(index, draw);
   if (static_cast<int>(out.boxes.size()) > augment_.max_labels) out.boxes.resize(augment_.max_labels);
   return out;
@@ -87,7 +82,7 @@ Sample TrainPipeline::yolo9_sample(std::size_t index, Draw& draw) const {
   if (mosaic_enabled_ && random.chance(augment_.mixup)) {
     const std::size_t partner = draw.partner();
     SampleRandom partner_random = random.split();
-    Draw partner_draw{partner_random, draw.pool};
+    Draw partner_draw{partner_random, draw.pool, draw.dataset_size};
     out = mixup_beta(out, yolo9_geometric(partner, partner_draw, use_mosaic), random);
   }
   // the geometric step always produced a fresh image, so colour work can be in place

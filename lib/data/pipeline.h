@@ -49,7 +49,8 @@ class TrainPipeline {
  private:
   struct Draw {
     SampleRandom& random;
-    std::span<const std::size_t> pool;
+    std::span<const std::size_t> pool;  // empty: draw from the whole dataset
+    std::size_t dataset_size;
     std::size_t partner();
   };
   Sample yolo9_sample(std::size_t index, Draw& draw) const;
