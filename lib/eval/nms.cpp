@@ -1,5 +1,7 @@
 #include "eval/nms.h"
 
+#include "models/anchors.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -77,17 +79,6 @@ std::vector<at::Tensor> non_max_suppression(const at::Tensor& boxes, const at::T
   return results;
 }
 
-namespace {
-
-// [H*W, 2] cell coordinates (x, y) of a level, plus `offset` (0.5 for cell centres).
-at::Tensor grid(std::int64_t height, std::int64_t width, double offset, const at::TensorOptions& options) {
-  const at::Tensor ys = at::arange(height, options).add(offset);
-  const at::Tensor xs = at::arange(width, options).add(offset);
-  const auto mesh = at::meshgrid({ys, xs}, "ij");
-  return at::stack({mesh[1], mesh[0]}, -1).reshape({-1, 2});
-}
-
-}  // namespace
 
 Decoded decode_yolo9(const std::vector<at::Tensor>& maps, int reg_max, const std::vector<int>& strides) {
   std::vector<at::Tensor> boxes, scores;
@@ -98,7 +89,7 @@ Decoded decode_yolo9(const std::vector<at::Tensor>& maps, int reg_max, const std
     const at::Tensor flat = map.flatten(2).transpose(1, 2);  // [B, HW, C]
     const at::Tensor distribution = flat.slice(2, 0, 4 * reg_max).reshape({batch, height * width, 4, reg_max});
     const at::Tensor distances = (distribution.softmax(3) * bins).sum(3);  // [B, HW, 4]: l, t, r, b
-    const at::Tensor anchors = grid(height, width, 0.5, map.options()).unsqueeze(0);
+    const at::Tensor anchors = models::cell_grid(height, width, 0.5, map.options()).unsqueeze(0);
     const at::Tensor top_left = anchors - distances.slice(2, 0, 2);
     const at::Tensor bottom_right = anchors + distances.slice(2, 2, 4);
     boxes.push_back(at::cat({top_left, bottom_right}, 2) * strides[level]);
@@ -113,7 +104,7 @@ Decoded decode_yolox(const std::vector<at::Tensor>& maps, const std::vector<int>
     const at::Tensor& map = maps[level];
     const std::int64_t height = map.size(2), width = map.size(3);
     const at::Tensor flat = map.flatten(2).transpose(1, 2);  // [B, HW, 5 + nc]
-    const at::Tensor cells = grid(height, width, 0.0, map.options()).unsqueeze(0);
+    const at::Tensor cells = models::cell_grid(height, width, 0.0, map.options()).unsqueeze(0);
     const double stride = strides[level];
     const at::Tensor centre = (flat.slice(2, 0, 2) + cells) * stride;
     const at::Tensor size = flat.slice(2, 2, 4).exp() * stride;

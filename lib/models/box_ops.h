@@ -1,0 +1,17 @@
+// Box overlap measures used by the assigners and losses, broadcasting over leading dimensions
+// (so one call gives a [B, G, A] matrix from [B, G, 1, 4] and [B, 1, A, 4]).
+#pragma once
+
+#include <ATen/Tensor.h>
+
+namespace libreyolo::models {
+
+// Complete IoU of xyxy boxes (IoU - centre distance² / enclosing diagonal² - alpha·v), with
+// eps 1e-7 and alpha computed without gradient, in float32.
+at::Tensor complete_iou(const at::Tensor& a, const at::Tensor& b);
+
+// Plain IoU of (cx, cy, w, h) boxes: intersection / union, no epsilon, zero when the boxes do
+// not overlap (YOLOX's assignment IoU). With `eps` added to the union for the IoU loss.
+at::Tensor centre_size_iou(const at::Tensor& a, const at::Tensor& b, double eps = 0.0);
+
+}  // namespace libreyolo::models

@@ -1,0 +1,56 @@
+#include "models/targets.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace libreyolo::models {
+
+TargetBatch TargetBatch::to(const at::Device& device) const {
+  return {classes.to(device), boxes_xyxy.to(device), boxes_cxcywh.to(device), valid.to(device)};
+}
+
+TargetBatch pad_targets(const at::Tensor& targets_in, std::int64_t batch_size, std::int64_t width, std::int64_t height) {
+  const at::Tensor targets = targets_in.to(at::kCPU, at::kFloat).contiguous().reshape({-1, 6});
+  const std::int64_t rows = targets.size(0);
+  const auto row = targets.accessor<float, 2>();
+  std::vector<std::int64_t> count(static_cast<std::size_t>(batch_size), 0);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const auto image = static_cast<std::int64_t>(row[i][0]);
+    if (image < 0 || image >= batch_size) {
+      throw std::invalid_argument(fmt::format("target row {} has image index {} outside a batch of {}", i, image, batch_size));
+    }
+    ++count[static_cast<std::size_t>(image)];
+  }
+  const std::int64_t slots = count.empty() ? 0 : *std::max_element(count.begin(), count.end());
+  TargetBatch batch{at::zeros({batch_size, slots}, at::kLong), at::zeros({batch_size, slots, 4}, at::kFloat),
+                    at::zeros({batch_size, slots, 4}, at::kFloat), at::zeros({batch_size, slots}, at::kBool)};
+  auto classes = batch.classes.accessor<std::int64_t, 2>();
+  auto xyxy = batch.boxes_xyxy.accessor<float, 3>();
+  auto cxcywh = batch.boxes_cxcywh.accessor<float, 3>();
+  auto valid = batch.valid.accessor<bool, 2>();
+  std::fill(count.begin(), count.end(), 0);
+  const auto w = static_cast<float>(width), h = static_cast<float>(height);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const auto image = static_cast<std::int64_t>(row[i][0]);
+    const std::int64_t slot = count[static_cast<std::size_t>(image)]++;
+    const float cx = row[i][2], cy = row[i][3], bw = row[i][4], bh = row[i][5];
+    classes[image][slot] = static_cast<std::int64_t>(row[i][1]);
+    // Corners from the normalised box, then scaled (the order LibreYOLO's YOLOv9 loss uses).
+    xyxy[image][slot][0] = (cx - bw / 2) * w;
+    xyxy[image][slot][1] = (cy - bh / 2) * h;
+    xyxy[image][slot][2] = (cx + bw / 2) * w;
+    xyxy[image][slot][3] = (cy + bh / 2) * h;
+    cxcywh[image][slot][0] = cx * w;
+    cxcywh[image][slot][1] = cy * h;
+    cxcywh[image][slot][2] = bw * w;
+    cxcywh[image][slot][3] = bh * h;
+    valid[image][slot] = true;
+  }
+  return batch;
+}
+
+}  // namespace libreyolo::models

@@ -1,0 +1,28 @@
+// Ground truth of a batch in the padded layout both assigners take: the loader's [N, 6] rows
+// (image index, class, cx, cy, w, h normalised) become per-image slots [B, G] with a validity
+// mask, G = the most boxes any image has. Built on the host from the loader's CPU tensor (so
+// finding G syncs nothing), then moved to the training device in one copy each.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+
+namespace libreyolo::models {
+
+struct TargetBatch {
+  at::Tensor classes;      // [B, G] int64, 0 in empty slots
+  at::Tensor boxes_xyxy;   // [B, G, 4] float, input pixels
+  at::Tensor boxes_cxcywh; // [B, G, 4] float, input pixels
+  at::Tensor valid;        // [B, G] bool
+
+  std::int64_t batch_size() const { return valid.size(0); }
+  std::int64_t slots() const { return valid.size(1); }
+  TargetBatch to(const at::Device& device) const;
+};
+
+// `targets` [N, 6] on the CPU; `width`/`height` of the network input in pixels. Throws
+// std::invalid_argument for a row whose image index is outside [0, batch_size).
+TargetBatch pad_targets(const at::Tensor& targets, std::int64_t batch_size, std::int64_t width, std::int64_t height);
+
+}  // namespace libreyolo::models

@@ -1,0 +1,57 @@
+// YOLOv9 training objective as LibreYOLO computes it: task-aligned assignment (TAL) and the
+// box (CIoU), class (BCE) and distribution focal (DFL) losses. Everything is batched tensor
+// work over [B, G, A]; nothing loops over boxes on the host and nothing reads a value back.
+#pragma once
+
+#include "models/targets.h"
+
+#include <ATen/Tensor.h>
+
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace libreyolo::models::yolo9 {
+
+struct TalOptions {
+  int topk = 10;
+  double iou_factor = 6.0;  // alignment metric = CIoU^iou_factor · score^cls_factor
+  double cls_factor = 0.5;
+  int reg_max = 16;
+};
+
+struct TalAssignment {
+  at::Tensor foreground;     // [B, A] bool
+  at::Tensor gt_index;       // [B, A] int64 slot of the assigned box (0 where background)
+  at::Tensor target_scores;  // [B, A, nc] one-hot × normalised alignment, 0 on background
+  at::Tensor target_boxes;   // [B, A, 4] xyxy pixels of the assigned box
+};
+
+// `class_logits` [B, A, nc], `boxes` [B, A, 4] predicted xyxy pixels (both treated as
+// constants), `centres` [A, 2] anchor centres and `strides` [A].
+// Candidates: anchor centre inside the box (distance ≥ 0) and every side within reg_max − 1.01
+// strides; top-k by alignment per box; a box left without anchors takes its best-aligned one;
+// an anchor claimed twice goes to the box it overlaps most (CIoU).
+TalAssignment tal_assign(const at::Tensor& class_logits, const at::Tensor& boxes, const at::Tensor& centres,
+                         const at::Tensor& strides, const TargetBatch& targets, const TalOptions& options);
+
+struct LossOptions {
+  double box_gain = 7.5;
+  double cls_gain = 0.5;
+  double dfl_gain = 1.5;
+  TalOptions tal;
+};
+
+// Loss terms: `total` carries the gradient; the named parts are detached, already multiplied by
+// their gains (LibreYOLO's box_loss / dfl_loss / cls_loss), plus num_fg (foreground per image).
+struct LossTerms {
+  at::Tensor total;
+  std::vector<std::pair<std::string, at::Tensor>> parts;
+  const at::Tensor& part(const std::string& name) const;
+};
+
+// `maps`: the head's per-level raw outputs [B, 4·reg_max + nc, H, W]; strides 8/16/32.
+LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, const LossOptions& options);
+
+}  // namespace libreyolo::models::yolo9

@@ -1,0 +1,51 @@
+// YOLOX training objective as LibreYOLO (and current YOLOX) computes it: SimOTA assignment and
+// the IoU (×5), objectness, soft-class and optional L1 losses. Batched over [B, G, A] with no
+// host loop over boxes and no value read back.
+#pragma once
+
+#include "models/targets.h"
+
+#include <ATen/Tensor.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace libreyolo::models::yolox {
+
+enum class SimOtaVariant {
+  Current,  // centre prior only: anchor centre within 1.5 strides of the box centre (YOLOX ≥ Jan 2023)
+  Original  // in-box OR within 2.5 strides; cost penalty 1e5 unless both (YOLOX ≤ 0.3.0, the paper)
+};
+
+struct SimOtaAssignment {
+  at::Tensor foreground;  // [B, A] bool
+  at::Tensor gt_index;    // [B, A] int64 slot of the assigned box (0 where background)
+  at::Tensor iou;         // [B, A] IoU of each foreground prediction with its box (0 on background)
+};
+
+// `class_logits` [B, A, nc], `objectness_logits` [B, A], `boxes` [B, A, 4] decoded (cx, cy, w, h)
+// pixels, `cells` [A, 2] integer cell coordinates and `strides` [A]. Cost = BCE(√(σcls·σobj),
+// one-hot) + 3·(−log(IoU + 1e-8)) + penalty outside the prior; each box takes its dynamic_k =
+// max(1, ⌊Σ top-10 IoU⌋) cheapest candidates; an anchor claimed twice keeps the cheapest box.
+SimOtaAssignment simota_assign(const at::Tensor& class_logits, const at::Tensor& objectness_logits,
+                               const at::Tensor& boxes, const at::Tensor& cells, const at::Tensor& strides,
+                               const TargetBatch& targets, SimOtaVariant variant = SimOtaVariant::Current);
+
+struct LossOptions {
+  bool use_l1 = false;  // switched on with the no-augmentation epochs
+  double iou_gain = 5.0;
+  SimOtaVariant variant = SimOtaVariant::Current;
+};
+
+struct LossTerms {
+  at::Tensor total;
+  // Detached: iou_loss (gain included), obj_loss, cls_loss, l1_loss, num_fg (per ground-truth box).
+  std::vector<std::pair<std::string, at::Tensor>> parts;
+  const at::Tensor& part(const std::string& name) const;
+};
+
+// `maps`: the head's per-level raw training outputs [B, 5 + nc, H, W]; strides 8/16/32.
+LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, const LossOptions& options);
+
+}  // namespace libreyolo::models::yolox

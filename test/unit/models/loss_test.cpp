@@ -1,0 +1,247 @@
+// Assigners and losses on hand-built cases whose right answer can be worked out on paper: a
+// 64×64 input has 8×8 + 4×4 + 2×2 anchors (strides 8, 16, 32); anchor r·8 + c of the first
+// level is centred at (8c + 4, 8r + 4).
+#include "models/anchors.h"
+#include "models/targets.h"
+#include "models/yolo9/loss.h"
+#include "models/yolo9/model.h"
+#include "models/yolox/loss.h"
+#include "models/yolox/model.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <set>
+
+#include "catch.h"  // last: see catch.h
+
+using namespace libreyolo::models;
+
+namespace {
+
+AnchorPoints anchors_for(int size) {
+  std::vector<at::Tensor> maps;
+  for (int stride : {8, 16, 32}) maps.push_back(at::zeros({1, 1, size / stride, size / stride}));
+  return anchor_points(maps, {8, 16, 32});
+}
+
+// One image's boxes as loader rows (class, x1, y1, x2, y2 in pixels of a size×size input).
+TargetBatch boxes(const std::vector<std::array<float, 5>>& rows, int size, int images = 1) {
+  at::Tensor t = at::zeros({static_cast<std::int64_t>(rows.size()), 6});
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& [cls, x1, y1, x2, y2] = rows[i];
+    const float s = static_cast<float>(size);
+    t[i] = at::tensor({0.f, cls, (x1 + x2) / 2 / s, (y1 + y2) / 2 / s, (x2 - x1) / s, (y2 - y1) / s});
+  }
+  return pad_targets(t, images, size, size);
+}
+
+std::set<std::int64_t> foreground_of(const at::Tensor& mask) {
+  std::set<std::int64_t> out;
+  const at::Tensor index = mask[0].nonzero().flatten();
+  for (std::int64_t i = 0; i < index.numel(); ++i) out.insert(index[i].item<std::int64_t>());
+  return out;
+}
+
+// CIoU of two same-aspect boxes (the aspect term is 0): IoU − centre distance² / diagonal².
+double same_aspect_ciou(double inter, double union_area, double centre2, double diagonal2) {
+  return inter / union_area - centre2 / diagonal2;
+}
+
+// Predicted xyxy boxes far from everything, except the listed anchors.
+at::Tensor predicted_xyxy(std::int64_t anchors, const std::vector<std::pair<int, std::array<float, 4>>>& set) {
+  at::Tensor b = at::tensor({0.f, 0.f, 1.f, 1.f}).repeat({1, anchors, 1});
+  for (const auto& [i, box] : set) b[0][i] = at::tensor({box[0], box[1], box[2], box[3]});
+  return b;
+}
+
+at::Tensor predicted_cxcywh(std::int64_t anchors, const std::vector<std::pair<int, std::array<float, 4>>>& set) {
+  at::Tensor b = at::tensor({1000.f, 1000.f, 1.f, 1.f}).repeat({1, anchors, 1});
+  for (const auto& [i, box] : set) b[0][i] = at::tensor({box[0], box[1], box[2], box[3]});
+  return b;
+}
+
+at::Tensor rows_of(std::vector<float> values) { return at::tensor(values); }
+
+}  // namespace
+
+TEST_CASE("TAL picks the aligned anchors inside the box and scores them by alignment", "[tal]") {
+  const AnchorPoints points = anchors_for(64);
+  const std::int64_t anchors = points.centres.size(0);
+  REQUIRE(anchors == 84);
+  // Box (16,16)-(48,48), class 1. Anchor 18 (centre 20,20) predicts it exactly; anchor 27
+  // (28,28) predicts it shifted 4 px right: IoU 896/1152, centre distance² 16, diagonal² 2320.
+  const auto targets = boxes({{1, 16, 16, 48, 48}}, 64);
+  const at::Tensor predicted = predicted_xyxy(anchors, {{18, {16, 16, 48, 48}}, {27, {20, 16, 52, 48}}});
+  const auto result = yolo9::tal_assign(at::zeros({1, anchors, 2}), predicted, points.centres, points.strides, targets, {});
+  CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{18, 27});
+  const double ciou = same_aspect_ciou(896, 1152, 16, 2320);
+  // Score target = alignment / best alignment × best IoU of the box = ciou⁶ for anchor 27.
+  CHECK(result.target_scores[0][18][1].item<double>() == Approx(1.0).epsilon(1e-5));
+  CHECK(result.target_scores[0][27][1].item<double>() == Approx(std::pow(ciou, 6)).epsilon(1e-4));
+  CHECK(result.target_scores[0][27][0].item<double>() == 0.0);
+  CHECK(result.target_scores.sum().item<double>() == Approx(1.0 + std::pow(ciou, 6)).epsilon(1e-4));
+  CHECK(at::equal(result.target_boxes[0][27], at::tensor({16.f, 16.f, 48.f, 48.f})));
+}
+
+TEST_CASE("TAL gives a box with no candidate anchor its best-aligned anchor", "[tal]") {
+  const AnchorPoints points = anchors_for(64);
+  const std::int64_t anchors = points.centres.size(0);
+  // (9,9)-(11,11) holds no anchor centre; anchor 9 (centre 12,12) predicts it exactly.
+  const auto targets = boxes({{0, 9, 9, 11, 11}}, 64);
+  const auto result = yolo9::tal_assign(at::zeros({1, anchors, 2}), predicted_xyxy(anchors, {{9, {9, 9, 11, 11}}}),
+                                        points.centres, points.strides, targets, {});
+  CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{9});
+  CHECK(result.target_scores[0][9][0].item<double>() == Approx(1.0).epsilon(1e-5));
+}
+
+TEST_CASE("TAL gives an anchor claimed by two boxes to the one it overlaps most", "[tal]") {
+  const AnchorPoints points = anchors_for(64);
+  const std::int64_t anchors = points.centres.size(0);
+  // Anchor 18 predicts (16,16)-(44,44): CIoU 784/1024 − 8/2048 with box A (16,16)-(48,48),
+  // 576/784 − 8/1568 with box B (16,16)-(40,40). It goes to A; B is left without an anchor.
+  const auto targets = boxes({{0, 16, 16, 48, 48}, {1, 16, 16, 40, 40}}, 64);
+  const auto result = yolo9::tal_assign(at::zeros({1, anchors, 2}), predicted_xyxy(anchors, {{18, {16, 16, 44, 44}}}),
+                                        points.centres, points.strides, targets, {});
+  CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{18});
+  CHECK(result.gt_index[0][18].item<std::int64_t>() == 0);
+  CHECK(result.target_scores[0][18][0].item<double>() == Approx(same_aspect_ciou(784, 1024, 8, 2048)).epsilon(1e-4));
+  CHECK(result.target_scores[0][18][1].item<double>() == 0.0);
+}
+
+TEST_CASE("TAL leaves out anchors more than reg_max - 1.01 strides from a side", "[tal]") {
+  // A box filling a 320×320 input: a stride-8 anchor is at least 160 px = 20 strides from some
+  // side (> 14.99), so only stride 16 and 32 anchors may take it; top-k keeps 10.
+  const AnchorPoints points = anchors_for(320);
+  const std::int64_t anchors = points.centres.size(0);
+  const auto targets = boxes({{0, 0, 0, 320, 320}}, 320);
+  const at::Tensor predicted = at::tensor({0.f, 0.f, 320.f, 320.f}).repeat({1, anchors, 1});
+  const auto result = yolo9::tal_assign(at::zeros({1, anchors, 1}), predicted, points.centres, points.strides, targets, {});
+  const auto chosen = foreground_of(result.foreground);
+  CHECK(chosen.size() == 10);
+  for (const std::int64_t i : chosen) CHECK(points.strides[i].item<float>() >= 16.f);
+}
+
+TEST_CASE("SimOTA takes dynamic_k = floor(sum of the best IoUs) cheapest anchors", "[simota]") {
+  const AnchorPoints points = anchors_for(64);
+  const std::int64_t anchors = points.centres.size(0);
+  // Box centre (32,32), 16×16: anchors 27 (28,28), 28, 35, 36 are within 1.5 strides at stride 8.
+  const auto targets = boxes({{0, 24, 24, 40, 40}}, 64);
+  const at::Tensor logits = at::zeros({1, anchors, 2}), objectness = at::zeros({1, anchors});
+  SECTION("one anchor when the IoUs sum below 2") {
+    // 27 exact (IoU 1), 36 shifted 2 px (IoU 224/288): k = 1, the exact one.
+    const auto result = yolox::simota_assign(logits, objectness,
+                                             predicted_cxcywh(anchors, {{27, {32, 32, 16, 16}}, {36, {34, 32, 16, 16}}}),
+                                             points.cells, points.strides, targets);
+    CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{27});
+    CHECK(result.iou[0][27].item<double>() == Approx(1.0));
+  }
+  SECTION("two anchors when they sum to 2.46") {
+    // + 28 shifted 3 px (IoU 208/304): k = 2, the two highest IoUs (the lowest costs).
+    const auto result = yolox::simota_assign(
+        logits, objectness,
+        predicted_cxcywh(anchors, {{27, {32, 32, 16, 16}}, {36, {34, 32, 16, 16}}, {28, {29, 32, 16, 16}}}),
+        points.cells, points.strides, targets);
+    CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{27, 36});
+    CHECK(result.iou[0][36].item<double>() == Approx(224.0 / 288.0).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("SimOTA's original prior also counts in-box anchors beyond the centre radius", "[simota]") {
+  const AnchorPoints points = anchors_for(64);
+  const std::int64_t anchors = points.centres.size(0);
+  // Box centre (32,32), 60×60. Anchor 0 (4,4) is inside it but 28 px from the centre: outside
+  // 1.5 and 2.5 strides. It predicts the box exactly; 27 and 36 predict it with IoU 0.818 and 0.765.
+  const auto targets = boxes({{0, 2, 2, 62, 62}}, 64);
+  const at::Tensor predicted =
+      predicted_cxcywh(anchors, {{0, {32, 32, 60, 60}}, {27, {38, 32, 60, 60}}, {36, {32, 40, 60, 60}}});
+  const at::Tensor logits = at::zeros({1, anchors, 1}), objectness = at::zeros({1, anchors});
+  // Current: anchor 0 is no candidate, k = ⌊0.818 + 0.765⌋ = 1.
+  const auto current = yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets,
+                                            yolox::SimOtaVariant::Current);
+  CHECK(foreground_of(current.foreground) == std::set<std::int64_t>{27});
+  // Original: anchor 0 is a candidate (so k = ⌊2.58⌋ = 2) but pays the 1e5 penalty for being
+  // outside the centre region, so the two cheapest are still 27 and 36.
+  const auto original = yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets,
+                                             yolox::SimOtaVariant::Original);
+  CHECK(foreground_of(original.foreground) == std::set<std::int64_t>{27, 36});
+}
+
+TEST_CASE("SimOTA gives an anchor claimed by two boxes to the cheaper one", "[simota]") {
+  const AnchorPoints points = anchors_for(64);
+  const std::int64_t anchors = points.centres.size(0);
+  // Anchor 27 predicts (32.5,32) 16×16: IoU 248/264 with box A (centre 32,32), 232/280 with box
+  // B (centre 34,32). Every other prediction misses both, so both boxes pick 27; A keeps it.
+  const auto targets = boxes({{0, 24, 24, 40, 40}, {0, 26, 24, 42, 40}}, 64);
+  const auto result = yolox::simota_assign(at::zeros({1, anchors, 1}), at::zeros({1, anchors}),
+                                           predicted_cxcywh(anchors, {{27, {32.5, 32, 16, 16}}}), points.cells,
+                                           points.strides, targets);
+  CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{27});
+  CHECK(result.gt_index[0][27].item<std::int64_t>() == 0);
+  CHECK(result.iou[0][27].item<double>() == Approx(248.0 / 264.0).epsilon(1e-5));
+}
+
+namespace {
+
+template <typename Model, typename LossFn>
+void check_training_step(Model model, LossFn loss_fn, const TargetBatch& targets, bool expect_foreground) {
+  model->train();
+  const auto maps = model->forward(torch::rand({2, 3, 64, 64}));
+  const auto terms = loss_fn(maps, targets);
+  REQUIRE(std::isfinite(terms.total.template item<double>()));
+  terms.total.backward();
+  bool any_nonzero = false;
+  for (const auto& p : model->parameters()) {
+    REQUIRE(p.grad().defined());
+    REQUIRE(torch::isfinite(p.grad()).all().template item<bool>());
+    any_nonzero = any_nonzero || p.grad().abs().sum().template item<double>() > 0;
+  }
+  CHECK(any_nonzero);
+  const double foreground = terms.part("num_fg").template item<double>();
+  CHECK((foreground > 0) == expect_foreground);
+}
+
+}  // namespace
+
+TEST_CASE("YOLOv9 loss: finite gradients with boxes and with an empty batch", "[loss]") {
+  const auto loss_fn = [](const std::vector<at::Tensor>& maps, const TargetBatch& t) {
+    return yolo9::loss(maps, t, {});
+  };
+  // Image 0 has two boxes, image 1 none.
+  const TargetBatch some = pad_targets(rows_of({0, 1, 0.5, 0.5, 0.4, 0.3, 0, 2, 0.3, 0.6, 0.2, 0.5}).view({2, 6}), 2, 64, 64);
+  check_training_step(yolo9::Model("t", 3), loss_fn, some, true);
+  const TargetBatch none = pad_targets(at::zeros({0, 6}), 2, 64, 64);
+  auto model = yolo9::Model("t", 3);
+  check_training_step(model, loss_fn, none, false);
+  const auto terms = yolo9::loss(model->forward(torch::rand({2, 3, 64, 64})), none, {});
+  CHECK(terms.part("box_loss").item<double>() == 0.0);
+  CHECK(terms.part("dfl_loss").item<double>() == 0.0);
+  CHECK(terms.part("cls_loss").item<double>() > 0.0);
+}
+
+TEST_CASE("YOLOX loss: finite gradients with boxes, L1 on, and with an empty batch", "[loss]") {
+  const auto loss_fn = [](const std::vector<at::Tensor>& maps, const TargetBatch& t) {
+    yolox::LossOptions options;
+    options.use_l1 = true;
+    return yolox::loss(maps, t, options);
+  };
+  const TargetBatch some = pad_targets(rows_of({1, 0, 0.5, 0.5, 0.4, 0.3, 1, 2, 0.3, 0.6, 0.2, 0.5}).view({2, 6}), 2, 64, 64);
+  check_training_step(yolox::Model("n", 3), loss_fn, some, true);
+  const TargetBatch none = pad_targets(at::zeros({0, 6}), 2, 64, 64);
+  check_training_step(yolox::Model("n", 3), loss_fn, none, true);  // num_fg reports max(fg, 1) / boxes
+  const auto terms = loss_fn(yolox::Model("n", 3)->forward(torch::rand({2, 3, 64, 64})), none);
+  CHECK(terms.part("iou_loss").item<double>() == 0.0);
+  CHECK(terms.part("l1_loss").item<double>() == 0.0);
+  CHECK(terms.part("obj_loss").item<double>() > 0.0);
+}
+
+TEST_CASE("pad_targets lays boxes out per image and rejects a bad image index", "[loss]") {
+  const at::Tensor rows = rows_of({1, 3, 0.5, 0.5, 0.5, 0.25, 1, 4, 0.25, 0.25, 0.5, 0.5}).view({2, 6});
+  const TargetBatch t = pad_targets(rows, 3, 64, 32);
+  CHECK(t.slots() == 2);
+  CHECK(t.valid.sum(1).equal(at::tensor({0, 2, 0}, at::kLong)));
+  CHECK(t.classes[1].equal(at::tensor({3, 4}, at::kLong)));
+  CHECK(at::allclose(t.boxes_xyxy[1][0], at::tensor({16.f, 12.f, 48.f, 20.f})));
+  CHECK(at::allclose(t.boxes_cxcywh[1][1], at::tensor({16.f, 8.f, 32.f, 16.f})));
+  CHECK_THROWS(pad_targets(rows, 1, 64, 64));
+}
