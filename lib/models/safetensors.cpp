@@ -89,6 +89,32 @@ std::map<std::string, at::Tensor> read_safetensors(const fs::path& path) {
   return tensors;
 }
 
+std::map<std::string, std::string> read_safetensors_metadata(const fs::path& path) {
+  std::ifstream stream(path, std::ios::binary | std::ios::ate);
+  if (!stream) throw ModelError(fmt::format("{}: cannot open weights file", path.string()));
+  const auto file_size = static_cast<std::uint64_t>(stream.tellg());
+  stream.seekg(0);
+  std::uint64_t header_size = 0;
+  stream.read(reinterpret_cast<char*>(&header_size), 8);
+  if (!stream || file_size < 8 || header_size > file_size - 8) {
+    throw ModelError(fmt::format("{}: not a safetensors file (bad header length)", path.string()));
+  }
+  std::string header(header_size, '\0');
+  stream.read(header.data(), static_cast<std::streamsize>(header_size));
+  std::map<std::string, std::string> metadata;
+  try {
+    const nlohmann::json json = nlohmann::json::parse(header);
+    if (json.contains("__metadata__")) {
+      for (const auto& [key, value] : json.at("__metadata__").items()) {
+        if (value.is_string()) metadata.emplace(key, value.get<std::string>());
+      }
+    }
+  } catch (const nlohmann::json::exception& error) {
+    throw ModelError(fmt::format("{}: not a safetensors file (header: {})", path.string(), error.what()));
+  }
+  return metadata;
+}
+
 void write_safetensors(const fs::path& path, const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;

@@ -19,6 +19,9 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 // Throws ModelError naming the file for anything that is not a valid safetensors file.
 std::map<std::string, at::Tensor> read_safetensors(const std::filesystem::path& path);
 
+// The header's __metadata__ string map (empty when absent).
+std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path);
+
 // Written atomically; tensors are stored contiguous, on the CPU, in their own dtype.
 void write_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                        const std::map<std::string, std::string>& metadata = {});

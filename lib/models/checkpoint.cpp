@@ -1,0 +1,234 @@
+#include "models/checkpoint.h"
+
+#include "core/error.h"
+#include "core/log.h"
+#include "models/torch_file.h"
+
+#include "build_config.h"
+
+#include <ATen/ATen.h>
+#include <fmt/ranges.h>
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+
+namespace libreyolo::models {
+
+namespace {
+
+constexpr std::array<const char*, 80> kCocoNames = {
+    "person",        "bicycle",      "car",          "motorcycle",    "airplane",     "bus",
+    "train",         "truck",        "boat",         "traffic light", "fire hydrant", "stop sign",
+    "parking meter", "bench",        "bird",         "cat",           "dog",          "horse",
+    "sheep",         "cow",          "elephant",     "bear",          "zebra",        "giraffe",
+    "backpack",      "umbrella",     "handbag",      "tie",           "suitcase",     "frisbee",
+    "skis",          "snowboard",    "sports ball",  "kite",          "baseball bat", "baseball glove",
+    "skateboard",    "surfboard",    "tennis racket", "bottle",       "wine glass",   "cup",
+    "fork",          "knife",        "spoon",        "bowl",          "banana",       "apple",
+    "sandwich",      "orange",       "broccoli",     "carrot",        "hot dog",      "pizza",
+    "donut",         "cake",         "chair",        "couch",         "potted plant", "bed",
+    "dining table",  "toilet",       "tv",           "laptop",        "mouse",        "remote",
+    "keyboard",      "cell phone",   "microwave",    "oven",          "toaster",      "sink",
+    "refrigerator",  "book",         "clock",        "vase",          "scissors",     "teddy bear",
+    "hair drier",    "toothbrush"};
+
+const char* const kRequired[] = {"model", "schema_version", "libreyolo_version", "model_family", "size",
+                                 "task",  "nc",             "names",             "imgsz"};
+
+[[noreturn]] void bad(const std::filesystem::path& path, const std::string& what) {
+  throw ModelError(fmt::format("{}: {}", path.string(), what));
+}
+
+std::string strip_module_prefix(const std::string& name) {
+  return name.rfind("module.", 0) == 0 ? name.substr(7) : name;
+}
+
+// Family and size from a state dict's key names when the file does not say.
+std::string family_from_keys(const NamedTensors& model) {
+  for (const auto& [name, tensor] : model) {
+    if (name.rfind("backbone.backbone.dark", 0) == 0 || name.rfind("head.obj_preds", 0) == 0) return "yolox";
+    if (name.rfind("backbone.elan", 0) == 0 || name.rfind("head.cv2", 0) == 0) return "yolo9";
+  }
+  return {};
+}
+
+}  // namespace
+
+const c10::IValue* Checkpoint::extra(const std::string& key) const {
+  for (const auto& [name, value] : extras) {
+    if (name == key) return &value;
+  }
+  return nullptr;
+}
+
+void Checkpoint::set_extra(const std::string& key, c10::IValue value) {
+  for (auto& [name, existing] : extras) {
+    if (name == key) {
+      existing = std::move(value);
+      return;
+    }
+  }
+  extras.emplace_back(key, std::move(value));
+}
+
+std::vector<std::string> default_class_names(int class_count) {
+  std::vector<std::string> names;
+  for (int i = 0; i < class_count; ++i) {
+    names.push_back(class_count == 80 ? std::string(kCocoNames[static_cast<std::size_t>(i)]) : fmt::format("class_{}", i));
+  }
+  return names;
+}
+
+Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& fallback) {
+  Checkpoint checkpoint;
+  checkpoint.family = fallback.family;
+  checkpoint.size = fallback.size;
+  const std::string extension = path.extension().string();
+  if (extension == ".safetensors") {
+    for (auto& [name, tensor] : read_safetensors(path)) checkpoint.model.emplace_back(strip_module_prefix(name), tensor);
+    // read_safetensors returns name order; metadata (family, size, nc) travels in the header
+    const auto metadata = read_safetensors_metadata(path);
+    const auto get = [&](const char* key) { auto it = metadata.find(key); return it == metadata.end() ? std::string() : it->second; };
+    if (!get("model_family").empty()) checkpoint.family = get("model_family");
+    if (!get("size").empty()) checkpoint.size = get("size");
+    if (!get("nc").empty()) checkpoint.class_count = std::stoi(get("nc"));
+    if (!get("imgsz").empty()) checkpoint.image_size = std::stoi(get("imgsz"));
+  } else {
+    const c10::IValue file = read_torch_file(path);
+    if (!file.isGenericDict()) bad(path, "a torch.save file that is not a dict; expected a LibreYOLO checkpoint");
+    const auto dict = file.toGenericDict();
+    // A bare state dict (every value a tensor) is accepted too.
+    bool bare = dict.size() > 0;
+    for (const auto& entry : dict) bare = bare && entry.value().isTensor();
+    const auto model_value = bare ? file : (dict.contains("model") ? dict.at("model") : c10::IValue());
+    if (!model_value.isGenericDict()) bad(path, "no `model` state dict in this checkpoint");
+    for (const auto& entry : model_value.toGenericDict()) {
+      if (!entry.key().isString()) bad(path, "a state-dict key that is not a string");
+      if (!entry.value().isTensor()) continue;  // e.g. None placeholders
+      checkpoint.model.emplace_back(strip_module_prefix(entry.key().toStringRef()), entry.value().toTensor());
+    }
+    std::vector<std::string> missing;
+    if (!bare) {
+      for (const char* key : kRequired) {
+        if (!dict.contains(key)) missing.emplace_back(key);
+      }
+      const auto text = [&](const char* key, std::string& out) {
+        if (dict.contains(key) && dict.at(key).isString()) out = dict.at(key).toStringRef();
+      };
+      text("schema_version", checkpoint.schema_version);
+      text("libreyolo_version", checkpoint.libreyolo_version);
+      text("model_family", checkpoint.family);
+      text("size", checkpoint.size);
+      text("task", checkpoint.task);
+      if (dict.contains("nc") && dict.at("nc").isInt()) checkpoint.class_count = static_cast<int>(dict.at("nc").toInt());
+      if (dict.contains("imgsz") && dict.at("imgsz").isInt()) checkpoint.image_size = static_cast<int>(dict.at("imgsz").toInt());
+      if (dict.contains("names")) {
+        const c10::IValue& names = dict.at("names");
+        std::map<std::int64_t, std::string> by_index;
+        if (names.isGenericDict()) {
+          for (const auto& e : names.toGenericDict()) {
+            if (e.key().isInt() && e.value().isString()) by_index[e.key().toInt()] = e.value().toStringRef();
+          }
+        } else if (names.isList()) {
+          std::int64_t i = 0;
+          for (const auto& v : names.toList().vec()) by_index[i++] = v.isString() ? v.toStringRef() : fmt::format("class_{}", i - 1);
+        }
+        for (const auto& [index, name] : by_index) {
+          if (index != static_cast<std::int64_t>(checkpoint.names.size())) bad(path, "class names are not numbered 0..nc-1");
+          checkpoint.names.push_back(name);
+        }
+      }
+      for (const auto& entry : dict) {
+        const std::string key = entry.key().isString() ? entry.key().toStringRef() : "";
+        bool known = false;
+        for (const char* k : kRequired) known = known || key == k;
+        if (!known && !key.empty()) checkpoint.extras.emplace_back(key, entry.value());
+      }
+      if (checkpoint.schema_version != kCheckpointSchema) {
+        log::warn("{}: checkpoint schema_version '{}' (libreyolo reads {}); loading what it can", path.string(),
+                  checkpoint.schema_version, kCheckpointSchema);
+      }
+    }
+    if (bare || !missing.empty()) {
+      log::warn("{}: {} LibreYOLO checkpoint metadata ({}); family and size taken from the {}", path.string(),
+                bare ? "a bare state dict without" : "legacy file missing",
+                bare ? "schema v1.0" : fmt::format("{}", fmt::join(missing, ", ")),
+                checkpoint.family.empty() ? "weights" : "file name");
+    }
+  }
+  if (checkpoint.family.empty()) checkpoint.family = family_from_keys(checkpoint.model);
+  if (checkpoint.family.empty() || checkpoint.size.empty()) {
+    bad(path, "the checkpoint does not say its model family and size (model_family/size), and its name does not "
+              "either; rename it LibreYOLO<FAMILY><size>.pt (e.g. LibreYOLO9s.pt) or re-save it with metadata");
+  }
+  if (checkpoint.names.empty()) checkpoint.names = default_class_names(checkpoint.class_count);
+  if (static_cast<int>(checkpoint.names.size()) != checkpoint.class_count) {
+    bad(path, fmt::format("nc is {} but {} class names are given", checkpoint.class_count, checkpoint.names.size()));
+  }
+  return checkpoint;
+}
+
+void write_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint) {
+  c10::impl::GenericDict state(c10::StringType::get(), c10::TensorType::get());
+  for (const auto& [name, tensor] : checkpoint.model) state.insert(name, tensor.detach().cpu().contiguous());
+  c10::impl::GenericDict names(c10::IntType::get(), c10::StringType::get());
+  for (std::size_t i = 0; i < checkpoint.names.size(); ++i) names.insert(static_cast<std::int64_t>(i), checkpoint.names[i]);
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  dict.insert("model", state);
+  dict.insert("schema_version", checkpoint.schema_version);
+  dict.insert("libreyolo_version",
+              checkpoint.libreyolo_version.empty() ? std::string(LIBREYOLO_VERSION) : checkpoint.libreyolo_version);
+  dict.insert("model_family", checkpoint.family);
+  dict.insert("size", checkpoint.size);
+  dict.insert("task", checkpoint.task);
+  dict.insert("nc", static_cast<std::int64_t>(checkpoint.class_count));
+  dict.insert("names", names);
+  dict.insert("imgsz", static_cast<std::int64_t>(checkpoint.image_size));
+  for (const auto& [key, value] : checkpoint.extras) dict.insert(key, value);
+  write_torch_file(path, dict);
+}
+
+LoadedModel load_model(const std::string& spec, int class_count) {
+  const ModelName name = parse_model_name(spec);
+  LoadedModel loaded;
+  if (!name.is_file) {
+    loaded.model = build_model(name, class_count);
+    loaded.name = name;
+    loaded.class_count = class_count;
+    return loaded;
+  }
+  std::filesystem::path path = spec;
+  std::error_code error;
+  if (!std::filesystem::exists(path, error) && !path.has_parent_path() &&
+      std::filesystem::exists(std::filesystem::path("weights") / path, error)) {
+    path = std::filesystem::path("weights") / path;
+  }
+  if (!std::filesystem::exists(path, error)) {
+    const std::string looked = path.has_parent_path() ? path.string() : fmt::format("./{0} and weights/{0}", spec);
+    const std::string scratch = name.family.empty() ? "yolo9-s" : name.family + "-" + name.size;
+    throw ModelError(fmt::format(
+        "{}: weights file not found (looked in {}). Official LibreYOLO weights are published at "
+        "https://huggingface.co/LibreYOLO (libreyolo does not download them): put the file there or pass its path, "
+        "or train from scratch with model={}",
+        spec, looked, scratch));
+  }
+  const Checkpoint checkpoint = read_checkpoint(path, name);
+  loaded.name.family = checkpoint.family;
+  loaded.name.size = checkpoint.size;
+  loaded.name.is_file = true;
+  loaded.class_count = checkpoint.class_count;
+  loaded.names = checkpoint.names;
+  loaded.weights = path;
+  loaded.model = build_model(loaded.name, checkpoint.class_count);
+  std::map<std::string, at::Tensor> tensors(checkpoint.model.begin(), checkpoint.model.end());
+  try {
+    load_state_dict(*loaded.model.module, tensors, /*strict=*/true);
+  } catch (const ModelError& e) {
+    throw ModelError(fmt::format("{}: the weights do not fit {} with nc={}: {}", path.string(),
+                                 loaded.model.display_name, checkpoint.class_count, e.what()));
+  }
+  return loaded;
+}
+
+}  // namespace libreyolo::models

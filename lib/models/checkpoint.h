@@ -1,0 +1,64 @@
+// LibreYOLO checkpoints (schema v1.0): a torch.save dict with the model state dict under
+// `model` and the metadata LibreYOLO requires (schema_version, libreyolo_version, model_family,
+// size, task, nc, names, imgsz), plus training extras (epoch, optimizer, ema, ...) kept as read.
+// Also `model=` resolution: from-scratch names, checkpoint paths and LibreYOLO weight names.
+#pragma once
+
+#include "models/registry.h"
+#include "models/safetensors.h"
+
+#include <ATen/core/ivalue.h>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace libreyolo::models {
+
+inline constexpr const char* kCheckpointSchema = "1.0";
+
+struct Checkpoint {
+  std::string family;            // "yolo9", "yolox"
+  std::string size;              // "t", "s", ...
+  std::string task = "detect";
+  int class_count = 80;
+  std::vector<std::string> names;  // index = class id
+  int image_size = 640;
+  std::string schema_version = kCheckpointSchema;
+  std::string libreyolo_version;   // of the writer
+  NamedTensors model;              // state dict with LibreYOLO's names, file order
+  std::vector<std::pair<std::string, c10::IValue>> extras;  // every other key, in file order
+
+  const c10::IValue* extra(const std::string& key) const;
+  void set_extra(const std::string& key, c10::IValue value);
+};
+
+// COCO's 80 names for nc=80, else class_0 … class_{nc-1} (LibreYOLO's build_class_names).
+std::vector<std::string> default_class_names(int class_count);
+
+// Reads a .pt (torch.save) or .safetensors file. A .pt must be a dict with a `model` state
+// dict; schema metadata missing from an older file is filled in from the state dict and
+// `fallback` (family/size from the file name) with a warning. DDP `module.` prefixes are
+// stripped. Throws ModelError naming the file.
+Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& fallback = {});
+
+// torch.save format, atomically; readable by torch.load (weights_only too) and LibreYOLO.
+void write_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
+
+// A built model plus where its weights came from.
+struct LoadedModel {
+  DetectionModel model;
+  ModelName name;                 // family and size
+  int class_count = 80;
+  std::vector<std::string> names; // from the checkpoint, else empty
+  std::filesystem::path weights;  // empty when built from scratch
+};
+
+// `model=` as users write it: yolo9-s / yolox-s (from scratch with `class_count` classes), a
+// path to a .pt / .safetensors file, or a LibreYOLO weight name (LibreYOLO9s.pt), looked up as
+// given and then under weights/. A missing file is a ModelError (exit 4) saying where the
+// official weights are published.
+LoadedModel load_model(const std::string& spec, int class_count);
+
+}  // namespace libreyolo::models

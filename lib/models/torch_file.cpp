@@ -1,0 +1,513 @@
+#include "models/torch_file.h"
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+#include <ATen/ATen.h>
+#include <caffe2/serialize/inline_container.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace libreyolo::models {
+
+namespace {
+
+// A global the pickle names (GLOBAL / STACK_GLOBAL); kept on the stack as a tagged string.
+constexpr std::string_view kGlobalTag = "\x01libreyolo-global:";
+
+c10::IValue global_value(const std::string& module, const std::string& name) {
+  return c10::IValue(std::string(kGlobalTag) + module + "." + name);
+}
+
+std::optional<std::string> global_name(const c10::IValue& value) {
+  if (!value.isString()) return std::nullopt;
+  const std::string& s = value.toStringRef();
+  if (s.rfind(kGlobalTag, 0) != 0) return std::nullopt;
+  return s.substr(kGlobalTag.size());
+}
+
+const std::map<std::string, at::ScalarType>& storage_types() {
+  static const std::map<std::string, at::ScalarType> types = {
+      {"torch.FloatStorage", at::kFloat},     {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
+      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong},   {"torch.IntStorage", at::kInt},
+      {"torch.ShortStorage", at::kShort},     {"torch.CharStorage", at::kChar},     {"torch.ByteStorage", at::kByte},
+      {"torch.BoolStorage", at::kBool},       {"torch.ComplexFloatStorage", at::kComplexFloat},
+      {"torch.ComplexDoubleStorage", at::kComplexDouble}};
+  return types;
+}
+
+const std::map<std::string, std::string>& dtype_globals() {
+  static const std::map<std::string, std::string> dtypes = {
+      {"torch.float32", "float32"}, {"torch.float", "float32"},     {"torch.float16", "float16"},
+      {"torch.half", "float16"},    {"torch.bfloat16", "bfloat16"}, {"torch.float64", "float64"},
+      {"torch.int64", "int64"},     {"torch.int32", "int32"},       {"torch.uint8", "uint8"},
+      {"torch.bool", "bool"}};
+  return dtypes;
+}
+
+class Unpickler {
+ public:
+  Unpickler(const std::filesystem::path& path, std::string_view bytes, caffe2::serialize::PyTorchStreamReader& archive)
+      : path_(path), bytes_(bytes), archive_(archive) {}
+
+  c10::IValue run() {
+    while (true) {
+      const auto op = static_cast<unsigned char>(read(1)[0]);
+      switch (op) {
+        case 0x80: read(1); break;                      // PROTO
+        case 0x95: read(8); break;                      // FRAME
+        case '.': return pop();                         // STOP
+        case '}': push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get())); break;
+        case ']': case 0x8f: push(c10::impl::GenericList(c10::AnyType::get())); break;  // EMPTY_LIST / SET
+        case ')': push(c10::ivalue::Tuple::create(std::vector<c10::IValue>{})); break;
+        case '(': marks_.push_back(stack_.size()); break;
+        case 't': push(c10::ivalue::Tuple::create(pop_to_mark())); break;
+        case 0x85: case 0x86: case 0x87: {              // TUPLE1..3
+          const std::size_t n = op - 0x84;
+          need(n);
+          std::vector<c10::IValue> items(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
+          stack_.resize(stack_.size() - n);
+          push(c10::ivalue::Tuple::create(std::move(items)));
+          break;
+        }
+        case 'l': {
+          c10::impl::GenericList list(c10::AnyType::get());
+          for (auto& item : pop_to_mark()) list.push_back(std::move(item));
+          push(list);
+          break;
+        }
+        case 'd': {
+          auto items = pop_to_mark();
+          c10::impl::GenericDict dict(c10::AnyType::get(), c10::AnyType::get());
+          set_items(dict, items);
+          push(dict);
+          break;
+        }
+        case 'a': { c10::IValue item = pop(); list_at_top().push_back(std::move(item)); break; }  // APPEND
+        case 'e': case 0x90: {                          // APPENDS / ADDITEMS
+          auto items = pop_to_mark();
+          auto list = list_at_top();
+          for (auto& item : items) list.push_back(std::move(item));
+          break;
+        }
+        case 's': {                                     // SETITEM
+          c10::IValue value = pop(), key = pop();
+          std::vector<c10::IValue> items{std::move(key), std::move(value)};
+          set_items(dict_at_top(), items);
+          break;
+        }
+        case 'u': { auto items = pop_to_mark(); set_items(dict_at_top(), items); break; }  // SETITEMS
+        case 'q': memoize(u8()); break;                 // BINPUT
+        case 'r': memoize(u32()); break;                // LONG_BINPUT
+        case 0x94: memoize(memo_.size()); break;        // MEMOIZE
+        case 'h': push(memo(u8())); break;              // BINGET
+        case 'j': push(memo(u32())); break;             // LONG_BINGET
+        case 'J': push(static_cast<std::int64_t>(static_cast<std::int32_t>(u32()))); break;  // BININT
+        case 'K': push(static_cast<std::int64_t>(u8())); break;
+        case 'M': push(static_cast<std::int64_t>(u16())); break;
+        case 0x8a: push(long_int(u8())); break;         // LONG1
+        case 0x8b: push(long_int(u32())); break;        // LONG4
+        case 'G': push(binfloat()); break;
+        case 'X': push(std::string(read(u32()))); break;      // BINUNICODE
+        case 0x8c: push(std::string(read(u8()))); break;      // SHORT_BINUNICODE
+        case 0x8d: push(std::string(read(u64()))); break;     // BINUNICODE8
+        case 'T': case 'B': push(std::string(read(u32()))); break;  // BINSTRING / BINBYTES
+        case 'U': case 'C': push(std::string(read(u8()))); break;   // SHORT_BINSTRING / SHORT_BINBYTES
+        case 'N': push(c10::IValue()); break;
+        case 0x88: push(true); break;
+        case 0x89: push(false); break;
+        case 'c': {                                     // GLOBAL "module\nname\n"
+          const std::string module = line(), name = line();
+          push(global_value(module, name));
+          break;
+        }
+        case 0x93: {                                    // STACK_GLOBAL
+          const c10::IValue name = pop(), module = pop();
+          if (!name.isString() || !module.isString()) fail("STACK_GLOBAL without module and name strings");
+          push(global_value(module.toStringRef(), name.toStringRef()));
+          break;
+        }
+        case 'R': case 0x81: {                          // REDUCE / NEWOBJ
+          c10::IValue args = pop(), callable = pop();
+          push(call(callable, args));
+          break;
+        }
+        case 'b': {                                     // BUILD: only dict state (an OrderedDict's _metadata)
+          pop();
+          if (stack_.empty() || !stack_.back().isGenericDict()) fail("BUILD on something other than a dict");
+          break;
+        }
+        case 'Q': push(persistent_load(pop())); break;  // BINPERSID
+        default:
+          fail(fmt::format("unsupported pickle opcode 0x{:02x} at byte {}", op, position_ - 1));
+      }
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ModelError(fmt::format("{}: cannot read this torch.save file: {}", path_.string(), what));
+  }
+
+  std::string_view read(std::uint64_t n) {
+    if (n > bytes_.size() - position_) fail("data.pkl ends early");
+    const std::string_view out = bytes_.substr(position_, n);
+    position_ += n;
+    return out;
+  }
+  std::uint64_t little_endian(int n) {
+    const std::string_view b = read(static_cast<std::uint64_t>(n));
+    std::uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[static_cast<std::size_t>(i)]);
+    return v;
+  }
+  std::uint64_t u8() { return little_endian(1); }
+  std::uint64_t u16() { return little_endian(2); }
+  std::uint64_t u32() { return little_endian(4); }
+  std::uint64_t u64() { return little_endian(8); }
+  std::string line() {
+    const std::size_t end = bytes_.find('\n', position_);
+    if (end == std::string_view::npos) fail("GLOBAL without a newline");
+    std::string out(bytes_.substr(position_, end - position_));
+    position_ = end + 1;
+    return out;
+  }
+  c10::IValue long_int(std::uint64_t n) {
+    if (n > 8) fail("integer wider than 64 bits");
+    if (n == 0) return static_cast<std::int64_t>(0);
+    std::uint64_t v = little_endian(static_cast<int>(n));
+    if (n < 8 && (v >> (8 * n - 1)) & 1) v |= ~std::uint64_t{0} << (8 * n);  // sign-extend
+    return static_cast<std::int64_t>(v);
+  }
+  double binfloat() {
+    const std::string_view b = read(8);
+    std::uint64_t v = 0;
+    for (char c : b) v = (v << 8) | static_cast<unsigned char>(c);  // big-endian
+    return std::bit_cast<double>(v);
+  }
+
+  void push(c10::IValue value) { stack_.push_back(std::move(value)); }
+  void need(std::size_t n) const {
+    if (stack_.size() < n || (!marks_.empty() && stack_.size() - marks_.back() < n)) fail("stack underflow");
+  }
+  c10::IValue pop() {
+    need(1);
+    c10::IValue v = std::move(stack_.back());
+    stack_.pop_back();
+    return v;
+  }
+  std::vector<c10::IValue> pop_to_mark() {
+    if (marks_.empty()) fail("no MARK on the stack");
+    const std::size_t mark = marks_.back();
+    marks_.pop_back();
+    std::vector<c10::IValue> items(stack_.begin() + static_cast<std::ptrdiff_t>(mark), stack_.end());
+    stack_.resize(mark);
+    return items;
+  }
+  c10::impl::GenericList list_at_top() {
+    if (stack_.empty() || !stack_.back().isList()) fail("APPEND to something other than a list");
+    return stack_.back().toList();
+  }
+  c10::impl::GenericDict dict_at_top() {
+    if (stack_.empty() || !stack_.back().isGenericDict()) fail("SETITEM on something other than a dict");
+    return stack_.back().toGenericDict();
+  }
+  void set_items(c10::impl::GenericDict dict, std::vector<c10::IValue>& items) {
+    if (items.size() % 2) fail("odd number of dict items");
+    for (std::size_t i = 0; i < items.size(); i += 2) {
+      const c10::IValue& key = items[i];
+      if (!key.isString() && !key.isInt() && !key.isDouble() && !key.isBool()) {
+        fail(fmt::format("dict key of type {}", key.tagKind()));
+      }
+      dict.insert_or_assign(key, std::move(items[i + 1]));
+    }
+  }
+  void memoize(std::uint64_t index) {
+    if (stack_.empty()) fail("memo put on an empty stack");
+    if (index > (1u << 24)) fail("memo index out of range");
+    if (memo_.size() <= index) memo_.resize(index + 1);
+    memo_[index] = stack_.back();
+  }
+  c10::IValue memo(std::uint64_t index) {
+    if (index >= memo_.size()) fail("memo get of an unset slot");
+    return memo_[index];
+  }
+
+  c10::IValue persistent_load(const c10::IValue& id) {
+    // ('storage', <typed storage global>, key, location, numel)
+    if (!id.isTuple() || id.toTupleRef().elements().size() != 5) fail("persistent id that is not a storage");
+    const auto& parts = id.toTupleRef().elements();
+    const auto type_name = global_name(parts[1]);
+    if (!parts[0].isString() || parts[0].toStringRef() != "storage" || !type_name || !parts[2].isString() ||
+        !parts[4].isInt()) {
+      fail("persistent id that is not a storage");
+    }
+    const auto type = storage_types().find(*type_name);
+    if (type == storage_types().end()) fail(fmt::format("storage type {} is not supported", *type_name));
+    const std::string& key = parts[2].toStringRef();
+    if (auto cached = storages_.find(key); cached != storages_.end()) return cached->second;
+    const std::int64_t numel = parts[4].toInt();
+    const std::string record = "data/" + key;
+    if (numel < 0 || !archive_.hasRecord(record)) fail(fmt::format("missing storage record {}", record));
+    at::Tensor storage = at::empty({numel}, at::TensorOptions().dtype(type->second));
+    const std::size_t expected = static_cast<std::size_t>(numel) * storage.element_size();
+    const auto [data, size] = archive_.getRecord(record);
+    if (size != expected) fail(fmt::format("storage {} holds {} bytes, {} expected", record, size, expected));
+    if (expected) std::memcpy(storage.data_ptr(), data.get(), expected);
+    storages_.emplace(key, storage);
+    return storage;
+  }
+
+  std::vector<std::int64_t> int_list(const c10::IValue& v, const char* what) {
+    std::vector<std::int64_t> out;
+    if (!v.isTuple() && !v.isList()) fail(fmt::format("tensor {} is not a tuple", what));
+    const auto items = v.isTuple() ? v.toTupleRef().elements().vec() : v.toList().vec();
+    for (const auto& item : items) {
+      if (!item.isInt()) fail(fmt::format("tensor {} holds a non-integer", what));
+      out.push_back(item.toInt());
+    }
+    return out;
+  }
+
+  c10::IValue call(const c10::IValue& callable, const c10::IValue& args_value) {
+    const auto name = global_name(callable);
+    if (!name) fail("REDUCE on something that is not a global");
+    if (!args_value.isTuple()) fail(fmt::format("arguments of {} are not a tuple", *name));
+    const auto& args = args_value.toTupleRef().elements();
+    if (*name == "collections.OrderedDict" && args.empty()) {
+      return c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get());
+    }
+    if (*name == "torch._utils._rebuild_tensor_v2" && args.size() >= 4 && args[0].isTensor() && args[1].isInt()) {
+      const at::Tensor& storage = args[0].toTensor();
+      const auto size = int_list(args[2], "size"), stride = int_list(args[3], "stride");
+      if (size.size() != stride.size()) fail("tensor size and stride differ in length");
+      // Bounds: the largest element reached must lie inside the storage.
+      std::int64_t last = args[1].toInt();
+      bool empty = false;
+      for (std::size_t i = 0; i < size.size(); ++i) {
+        if (size[i] < 0 || stride[i] < 0) fail("negative tensor size or stride");
+        if (size[i] == 0) empty = true;
+        else last += (size[i] - 1) * stride[i];
+      }
+      if (args[1].toInt() < 0 || (!empty && last >= storage.numel())) fail("tensor reaches outside its storage");
+      return storage.as_strided(size, stride, args[1].toInt());
+    }
+    if (*name == "torch._utils._rebuild_parameter" && !args.empty() && args[0].isTensor()) return args[0];
+    if (*name == "torch.Size") {
+      c10::impl::GenericList list(c10::AnyType::get());
+      if (!args.empty()) for (auto v : int_list(args[0], "size")) list.push_back(v);
+      return list;
+    }
+    if (*name == "torch.device" && !args.empty() && args[0].isString()) {
+      return args.size() > 1 && args[1].isInt() ? c10::IValue(args[0].toStringRef() + ":" + std::to_string(args[1].toInt()))
+                                                : args[0];
+    }
+    if (auto dtype = dtype_globals().find(*name); dtype != dtype_globals().end()) return c10::IValue(dtype->second);
+    fail(fmt::format("it uses the Python global '{}', which libreyolo does not load (weights files hold only "
+                     "tensors, numbers, strings, lists, tuples and dicts); re-save the checkpoint from a plain dict",
+                     *name));
+  }
+
+  std::filesystem::path path_;
+  std::string_view bytes_;
+  std::size_t position_ = 0;
+  caffe2::serialize::PyTorchStreamReader& archive_;
+  std::vector<c10::IValue> stack_;
+  std::vector<std::size_t> marks_;
+  std::vector<c10::IValue> memo_;
+  std::map<std::string, at::Tensor> storages_;
+};
+
+}  // namespace
+
+c10::IValue read_torch_file(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw ModelError(fmt::format("{}: no such weights file", path.string()));
+  }
+  try {
+    caffe2::serialize::PyTorchStreamReader archive(path.string());
+    if (archive.hasRecord("byteorder")) {
+      const auto [order, size] = archive.getRecord("byteorder");
+      if (std::string_view(static_cast<const char*>(order.get()), size) != "little") {
+        throw ModelError(fmt::format("{}: written on a big-endian machine, which libreyolo does not read", path.string()));
+      }
+    }
+    if (!archive.hasRecord("data.pkl")) {
+      throw ModelError(fmt::format("{}: a zip archive without data.pkl; not a torch.save file", path.string()));
+    }
+    const auto [pickle, size] = archive.getRecord("data.pkl");
+    Unpickler unpickler(path, std::string_view(static_cast<const char*>(pickle.get()), size), archive);
+    return unpickler.run();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (const auto newline = what.find('\n'); newline != std::string::npos) what.resize(newline);
+    throw ModelError(fmt::format("{}: not a readable torch.save file (zip format, torch ≥ 1.6): {}", path.string(), what));
+  }
+}
+
+namespace {
+
+// Protocol-2 pickle of dicts, lists, tuples, strings, numbers, None and tensors, in the layout
+// Python's torch.save uses, so that torch.load(weights_only=True) accepts it.
+class Pickler {
+ public:
+  std::string bytes;
+  std::vector<at::Tensor> storages;  // record data/<index>
+
+  void dump(const c10::IValue& value) {
+    op(0x80);
+    op(2);
+    write(value);
+    op('.');
+  }
+
+ private:
+  void op(unsigned char c) { bytes.push_back(static_cast<char>(c)); }
+  void little(std::uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) op(static_cast<unsigned char>(v >> (8 * i)));
+  }
+  void text(std::string_view s) {
+    op('X');
+    little(s.size(), 4);
+    bytes.append(s);
+  }
+  void global(std::string_view module, std::string_view name) {
+    op('c');
+    bytes.append(module);
+    op('\n');
+    bytes.append(name);
+    op('\n');
+  }
+  void integer(std::int64_t v) {
+    if (v >= 0 && v < 256) {
+      op('K');
+      little(static_cast<std::uint64_t>(v), 1);
+    } else if (v >= 0 && v < 65536) {
+      op('M');
+      little(static_cast<std::uint64_t>(v), 2);
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {
+      op('J');
+      little(static_cast<std::uint32_t>(static_cast<std::int32_t>(v)), 4);
+    } else {
+      op(0x8a);
+      op(8);
+      little(static_cast<std::uint64_t>(v), 8);
+    }
+  }
+  void tensor(const at::Tensor& t_in) {
+    const at::Tensor t = t_in.detach().cpu().contiguous();
+    std::string storage_type;
+    for (const auto& [name, type] : storage_types()) {
+      if (type == t.scalar_type() && (storage_type.empty() || name.size() < storage_type.size())) storage_type = name;
+    }
+    if (storage_type.empty()) throw ModelError(fmt::format("cannot save a {} tensor", c10::toString(t.scalar_type())));
+    const std::string key = std::to_string(storages.size());
+    storages.push_back(t);
+    global("torch._utils", "_rebuild_tensor_v2");
+    op('(');
+    op('(');                                // persistent id
+    text("storage");
+    global("torch", storage_type.substr(6));  // after "torch."
+    text(key);
+    text("cpu");
+    integer(t.numel());
+    op('t');
+    op('Q');
+    integer(0);                             // storage offset
+    op('(');
+    for (const auto size : t.sizes()) integer(size);
+    op('t');
+    op('(');
+    for (const auto stride : t.strides()) integer(stride);
+    op('t');
+    op(0x89);                               // requires_grad False
+    global("collections", "OrderedDict");   // backward hooks
+    op(')');
+    op('R');
+    op('t');
+    op('R');
+  }
+  void write(const c10::IValue& v) {
+    if (v.isNone()) {
+      op('N');
+    } else if (v.isBool()) {
+      op(v.toBool() ? 0x88 : 0x89);
+    } else if (v.isInt()) {
+      integer(v.toInt());
+    } else if (v.isDouble()) {
+      op('G');
+      const auto bits = std::bit_cast<std::uint64_t>(v.toDouble());
+      for (int i = 7; i >= 0; --i) op(static_cast<unsigned char>(bits >> (8 * i)));
+    } else if (v.isString()) {
+      text(v.toStringRef());
+    } else if (v.isTensor()) {
+      tensor(v.toTensor());
+    } else if (v.isTuple()) {
+      op('(');
+      for (const auto& item : v.toTupleRef().elements()) write(item);
+      op('t');
+    } else if (v.isList()) {
+      op(']');
+      const auto list = v.toList();
+      if (list.size()) {
+        op('(');
+        for (const auto& item : list.vec()) write(item);
+        op('e');
+      }
+    } else if (v.isGenericDict()) {
+      op('}');
+      const auto dict = v.toGenericDict();
+      if (dict.size()) {
+        op('(');
+        for (const auto& entry : dict) {
+          write(entry.key());
+          write(entry.value());
+        }
+        op('u');
+      }
+    } else if (v.isIntList() || v.isDoubleList() || v.isBoolList() || v.isTensorList()) {
+      write(c10::IValue(c10::impl::toList(v.toList())));
+    } else {
+      throw ModelError(fmt::format("cannot save a value of type {} in a checkpoint", v.tagKind()));
+    }
+  }
+};
+
+}  // namespace
+
+void write_torch_file(const std::filesystem::path& path, const c10::IValue& value) {
+  Pickler pickler;
+  pickler.dump(value);
+  write_atomically(path, [&](const std::filesystem::path& temporary) {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw RuntimeError(fmt::format("{}: cannot write", temporary.string()));
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, std::size_t size) -> std::size_t {
+      out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+      return out ? size : 0;
+    });
+    writer.writeRecord("data.pkl", pickler.bytes.data(), pickler.bytes.size());
+    writer.writeRecord(".format_version", "1", 1);
+    writer.writeRecord(".storage_alignment", "64", 2);
+    writer.writeRecord("byteorder", "little", 6);
+    for (std::size_t i = 0; i < pickler.storages.size(); ++i) {
+      const at::Tensor& t = pickler.storages[i];
+      writer.writeRecord("data/" + std::to_string(i), t.data_ptr(), static_cast<std::size_t>(t.nbytes()));
+    }
+    writer.writeEndOfFile();
+    out.close();
+    if (!out) throw RuntimeError(fmt::format("{}: write failed (disk full?)", temporary.string()));
+  });
+}
+
+}  // namespace libreyolo::models

@@ -1,0 +1,112 @@
+"""Checkpoint interop with Python, both directions, with libreyolo 1.6.0 and torch as the oracle.
+
+    checkpoint_interop.py DIR write   Python side first: LibreYOLO checkpoints of YOLOX-n and
+                                      YOLOv9-t (torch.save of a state dict with _metadata, schema
+                                      v1.0 metadata, training extras), an input batch and the
+                                      models' raw eval outputs.
+    checkpoint_interop.py DIR check   After the C++ side wrote cpp-*.pt: each loads with
+                                      torch.load(weights_only=True), passes LibreYOLO's strict
+                                      schema check, loads strictly into LibreYOLO's model and
+                                      gives the outputs C++ computed, to 1e-4.
+
+Exits 77 (skipped) when torch, safetensors or libreyolo cannot be imported.
+"""
+import pathlib
+import sys
+
+try:
+    import torch
+    from safetensors.torch import load_file, save_file
+    import libreyolo.models.yolo9.nn as yolo9_nn
+    import libreyolo.models.yolox.nn as yolox_nn
+    from libreyolo.utils.serialization import validate_checkpoint_metadata, wrap_libreyolo_checkpoint
+except ImportError as error:
+    print(f"skipped: {error}")
+    sys.exit(77)
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from make_reference import hook_head, raw_outputs  # noqa: E402
+
+MODELS = [("yolox", "n", 416), ("yolo9", "t", 640)]
+
+
+def build(family, size):
+    if family == "yolox":
+        return yolox_nn.LibreYOLOXModel(config=size, nb_classes=80)
+    return yolo9_nn.LibreYOLO9Model(config=size, nb_classes=80)
+
+
+def eval_outputs(family, model, images):
+    captured = {}
+
+    def keep(name):
+        def hook(_module, _inputs, output):
+            captured[name] = output.detach().clone()
+        return hook
+
+    hook_head(family, model, keep)
+    model.eval()
+    with torch.no_grad():
+        model(images)
+    out = []
+    for parts in raw_outputs(family, model, captured):
+        if family == "yolox":
+            parts = (parts[0], parts[1].sigmoid(), parts[2].sigmoid())
+        out.append(torch.cat(parts, 1))
+    return out
+
+
+def write(work):
+    torch.manual_seed(1)
+    images = torch.rand(1, 3, 64, 96)
+    tensors = {"input": images}
+    for family, size, imgsz in MODELS:
+        model = build(family, size)
+        with torch.no_grad():
+            for module in model.modules():
+                if isinstance(module, torch.nn.BatchNorm2d):
+                    module.running_mean.uniform_(-0.2, 0.2)
+                    module.running_var.uniform_(0.5, 1.5)
+        checkpoint = wrap_libreyolo_checkpoint(
+            model.state_dict(), model_family=family, size=size, task="detect", nc=80, imgsz=imgsz,
+            epoch=4, loss=1.25, best_mAP50_95=0.125, config={"epochs": 10, "lr0": 0.01, "mosaic": True},
+            rng_state={"torch": torch.get_rng_state()})
+        torch.save(checkpoint, work / f"py-{family}-{size}.pt")
+        for level, out in enumerate(eval_outputs(family, model, images)):
+            tensors[f"{family}.{level}"] = out
+    save_file(tensors, str(work / "py-outputs.safetensors"))
+    print("wrote", ", ".join(f"py-{f}-{s}.pt" for f, s, _ in MODELS))
+
+
+def check(work):
+    ours = load_file(str(work / "cpp-outputs.safetensors"))
+    ok = True
+    for family, size, _ in MODELS:
+        path = work / f"cpp-{family}-{size}.pt"
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        errors = validate_checkpoint_metadata(checkpoint, strict=False)
+        model = build(family, size)
+        model.load_state_dict(checkpoint["model"], strict=True)
+        outputs = eval_outputs(family, model, ours["input"])
+        for level, out in enumerate(outputs):
+            diff = (out - ours[f"{family}.{level}"]).abs().max().item()
+            same = torch.allclose(out, ours[f"{family}.{level}"], atol=1e-4, rtol=1e-4)
+            ok = ok and same
+            print(f"  python loads {path.name}: level {level} max |diff| {diff:.3g} {'ok' if same else 'MISMATCH'}")
+        extras_ok = checkpoint.get("epoch") == 4 and checkpoint.get("config", {}).get("epochs") == 10
+        print(f"  {path.name}: schema errors {errors or 'none'}, family {checkpoint['model_family']}, "
+              f"names[0] {checkpoint['names'][0]!r}, extras {'ok' if extras_ok else 'MISSING'}")
+        ok = ok and not errors and extras_ok
+    return 0 if ok else 1
+
+
+def main() -> int:
+    work = pathlib.Path(sys.argv[1])
+    if sys.argv[2] == "write":
+        write(work)
+        return 0
+    return check(work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
