@@ -2,7 +2,7 @@
 
 #include "core/close_matches.h"
 #include "core/error.h"
-#include "models/model_name.h"
+#include "models/checkpoint.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -261,8 +261,9 @@ void Config::load_cfg_file(const std::string& path) {
 
 void Config::apply_family_defaults() {
   const std::string& model = get_text("model");
-  // An unknown model name throws ModelError (exit 4) here, before any work starts.
-  const auto name = models::parse_model_name(model);
+  // An unknown model name or a missing weights file throws ModelError (exit 4) here, before
+  // any work starts; a checkpoint's family comes from its metadata.
+  const auto name = models::identify_model(model);
   family_ = name.family;
   size_ = name.size;
   if (family_.empty()) return;

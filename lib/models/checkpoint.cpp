@@ -189,15 +189,7 @@ void write_checkpoint(const std::filesystem::path& path, const Checkpoint& check
   write_torch_file(path, dict);
 }
 
-LoadedModel load_model(const std::string& spec, int class_count) {
-  const ModelName name = parse_model_name(spec);
-  LoadedModel loaded;
-  if (!name.is_file) {
-    loaded.model = build_model(name, class_count);
-    loaded.name = name;
-    loaded.class_count = class_count;
-    return loaded;
-  }
+std::filesystem::path resolve_weights_path(const std::string& spec, const ModelName& name) {
   std::filesystem::path path = spec;
   std::error_code error;
   if (!std::filesystem::exists(path, error) && !path.has_parent_path() &&
@@ -213,6 +205,42 @@ LoadedModel load_model(const std::string& spec, int class_count) {
         "or train from scratch with model={}",
         spec, looked, scratch));
   }
+  return path;
+}
+
+ModelName identify_model(const std::string& spec) {
+  ModelName name = parse_model_name(spec);
+  if (!name.is_file) return name;
+  const std::filesystem::path path = resolve_weights_path(spec, name);
+  if (path.extension() == ".safetensors") {
+    const auto metadata = read_safetensors_metadata(path);
+    if (metadata.count("model_family") && metadata.count("size")) {
+      name.family = metadata.at("model_family");
+      name.size = metadata.at("size");
+    }
+    return name;
+  }
+  const c10::IValue file = read_torch_file(path, /*tensor_data=*/false);
+  if (!file.isGenericDict()) return name;
+  const auto dict = file.toGenericDict();
+  if (dict.contains("model_family") && dict.at("model_family").isString() && dict.contains("size") &&
+      dict.at("size").isString()) {
+    name.family = dict.at("model_family").toStringRef();
+    name.size = dict.at("size").toStringRef();
+  }
+  return name;
+}
+
+LoadedModel load_model(const std::string& spec, int class_count) {
+  const ModelName name = parse_model_name(spec);
+  LoadedModel loaded;
+  if (!name.is_file) {
+    loaded.model = build_model(name, class_count);
+    loaded.name = name;
+    loaded.class_count = class_count;
+    return loaded;
+  }
+  const std::filesystem::path path = resolve_weights_path(spec, name);
   const Checkpoint checkpoint = read_checkpoint(path, name);
   loaded.name.family = checkpoint.family;
   loaded.name.size = checkpoint.size;
@@ -220,6 +248,7 @@ LoadedModel load_model(const std::string& spec, int class_count) {
   loaded.class_count = checkpoint.class_count;
   loaded.names = checkpoint.names;
   loaded.weights = path;
+  loaded.image_size = checkpoint.image_size;
   loaded.model = build_model(loaded.name, checkpoint.class_count);
   std::map<std::string, at::Tensor> tensors(checkpoint.model.begin(), checkpoint.model.end());
   try {

@@ -46,6 +46,14 @@ Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& f
 // torch.save format, atomically; readable by torch.load (weights_only too) and LibreYOLO.
 void write_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
 
+// Where `model=NAME.pt` is: as given, else weights/NAME.pt for a bare file name. Throws the
+// missing-weights ModelError (exit 4, naming huggingface.co/LibreYOLO) when neither exists.
+std::filesystem::path resolve_weights_path(const std::string& spec, const ModelName& name);
+
+// Family and size of `model=` without building anything: from the name, or for a weights file
+// from its metadata (tensors not read), its file name or its state-dict key names.
+ModelName identify_model(const std::string& spec);
+
 // A built model plus where its weights came from.
 struct LoadedModel {
   DetectionModel model;
@@ -53,6 +61,7 @@ struct LoadedModel {
   int class_count = 80;
   std::vector<std::string> names; // from the checkpoint, else empty
   std::filesystem::path weights;  // empty when built from scratch
+  int image_size = 0;             // the checkpoint's imgsz (0 when built from scratch)
 };
 
 // `model=` as users write it: yolo9-s / yolox-s (from scratch with `class_count` classes), a

@@ -53,8 +53,8 @@ void end_operation(const at::RecordFunction& function, at::ObserverContext* cont
 
 DetectionModel build_model(const ModelName& name, int class_count) {
   if (name.family.empty()) {
-    throw ModelError("this model name does not say its family and size; loading checkpoints needs weights I/O, "
-                     "which is not built yet: use a name like yolo9-t or yolox-s");
+    throw ModelError("this model name does not say its family and size: use a name like yolo9-t or yolox-s, or a "
+                     "checkpoint whose metadata names them");
   }
   DetectionModel model;
   if (name.family == "yolo9") {

@@ -22,7 +22,7 @@ struct DetectionModel {
   std::function<void()> fuse;                                          // for inference
 };
 
-// Throws ModelError for an unknown family or size (or a checkpoint, which needs weights I/O).
+// Throws ModelError for an unknown family or size. Weights files go through load_model (checkpoint.h).
 DetectionModel build_model(const ModelName& name, int class_count);
 
 struct ModelSummary {

@@ -55,8 +55,9 @@ const std::map<std::string, std::string>& dtype_globals() {
 
 class Unpickler {
  public:
-  Unpickler(const std::filesystem::path& path, std::string_view bytes, caffe2::serialize::PyTorchStreamReader& archive)
-      : path_(path), bytes_(bytes), archive_(archive) {}
+  Unpickler(const std::filesystem::path& path, std::string_view bytes, caffe2::serialize::PyTorchStreamReader& archive,
+            bool tensor_data)
+      : path_(path), bytes_(bytes), archive_(archive), tensor_data_(tensor_data) {}
 
   c10::IValue run() {
     while (true) {
@@ -257,6 +258,11 @@ class Unpickler {
     const std::int64_t numel = parts[4].toInt();
     const std::string record = "data/" + key;
     if (numel < 0 || !archive_.hasRecord(record)) fail(fmt::format("missing storage record {}", record));
+    if (!tensor_data_) {
+      at::Tensor shape_only = at::empty({numel}, at::TensorOptions().dtype(type->second).device(at::kMeta));
+      storages_.emplace(key, shape_only);
+      return shape_only;
+    }
     at::Tensor storage = at::empty({numel}, at::TensorOptions().dtype(type->second));
     const std::size_t expected = static_cast<std::size_t>(numel) * storage.element_size();
     const auto [data, size] = archive_.getRecord(record);
@@ -320,6 +326,7 @@ class Unpickler {
   std::string_view bytes_;
   std::size_t position_ = 0;
   caffe2::serialize::PyTorchStreamReader& archive_;
+  bool tensor_data_;
   std::vector<c10::IValue> stack_;
   std::vector<std::size_t> marks_;
   std::vector<c10::IValue> memo_;
@@ -328,7 +335,7 @@ class Unpickler {
 
 }  // namespace
 
-c10::IValue read_torch_file(const std::filesystem::path& path) {
+c10::IValue read_torch_file(const std::filesystem::path& path, bool tensor_data) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
     throw ModelError(fmt::format("{}: no such weights file", path.string()));
@@ -345,7 +352,7 @@ c10::IValue read_torch_file(const std::filesystem::path& path) {
       throw ModelError(fmt::format("{}: a zip archive without data.pkl; not a torch.save file", path.string()));
     }
     const auto [pickle, size] = archive.getRecord("data.pkl");
-    Unpickler unpickler(path, std::string_view(static_cast<const char*>(pickle.get()), size), archive);
+    Unpickler unpickler(path, std::string_view(static_cast<const char*>(pickle.get()), size), archive, tensor_data);
     return unpickler.run();
   } catch (const Error&) {
     throw;

@@ -17,7 +17,9 @@ namespace libreyolo::models {
 // Dicts (any pickled dict or OrderedDict) become GenericDict in insertion order, lists and
 // sets GenericList, tuples Tuple, tensors CPU tensors (storages shared as in the file).
 // Throws ModelError naming the file for anything unreadable or refused.
-c10::IValue read_torch_file(const std::filesystem::path& path);
+// With `tensor_data` false, tensors are shape-only (meta device) and no storage is read: a cheap
+// look at a checkpoint's metadata.
+c10::IValue read_torch_file(const std::filesystem::path& path, bool tensor_data = true);
 
 // Written by our own protocol-2 pickler in torch.save's layout (LibTorch's pickle_save tags typed
 // dicts with a global that torch.load(weights_only=True) refuses), atomically.

@@ -31,6 +31,14 @@ expect_exit 4 train model=yolov5s data=coco8
 expect_in "$WORK/err" "not a known model"
 expect_lines "$WORK/err" 1
 
+expect_exit 4 info model=LibreYOLO9s.pt
+expect_in "$WORK/err" "weights/LibreYOLO9s.pt"
+expect_in "$WORK/err" "huggingface.co/LibreYOLO"
+expect_lines "$WORK/err" 1
+printf 'not a zip' > "$WORK/broken.pt"
+expect_exit 4 info model="$WORK/broken.pt"
+expect_in "$WORK/err" "not a readable torch.save file"
+
 # runtime: the project folder cannot be created (a file is in the way)
 touch blocked
 expect_exit 1 train model=yolo9-t data=ds/data.yaml project=blocked/runs quiet=true

@@ -3,7 +3,7 @@
 #include "commands.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "models/registry.h"
+#include "models/checkpoint.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -13,11 +13,14 @@ namespace libreyolo::cli {
 int run_info(const Arguments& arguments) {
   const auto config = config::Config::from_arguments(config::command_info, arguments);
   log::set_quiet(config.get_bool("quiet"));
-  const auto name = models::parse_model_name(config.get_text("model"));
-  const int classes = static_cast<int>(config.get_int("nc"));
-  models::DetectionModel model = models::build_model(name, classes);
+  auto loaded = models::load_model(config.get_text("model"), static_cast<int>(config.get_int("nc")));
+  const int classes = loaded.class_count;  // a weights file's own nc wins over nc=
+  models::DetectionModel& model = loaded.model;
   auto size = config.get_image_size("imgsz");
-  if (config.source("imgsz") == config::Source::table_default) size = {model.default_image_size, model.default_image_size};
+  if (config.source("imgsz") == config::Source::table_default) {
+    const int side = loaded.image_size > 0 ? loaded.image_size : model.default_image_size;
+    size = {side, side};
+  }
 
   const auto built = models::summarize(model, size.height, size.width);
   model.fuse();

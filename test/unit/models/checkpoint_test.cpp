@@ -1,0 +1,155 @@
+#include "core/error.h"
+#include "models/checkpoint.h"
+#include "models/torch_file.h"
+
+#include <ATen/ATen.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <unistd.h>
+#include <fstream>
+
+#include "catch.h"  // last: see catch.h
+
+using namespace libreyolo;
+using namespace libreyolo::models;
+using namespace std::string_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / fmt::format("libreyolo_ckpt_{}", ::getpid());
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// A torch.save-layout archive whose data.pkl is `pickle` and whose data/0 holds `storage`.
+void write_archive(const fs::path& path, const std::string& pickle, const std::string& storage = {}) {
+  caffe2::serialize::PyTorchStreamWriter writer(path.string());
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  writer.writeRecord("byteorder", "little", 6);
+  if (!storage.empty()) writer.writeRecord("data/0", storage.data(), storage.size());
+  writer.writeEndOfFile();
+}
+
+std::string message_of(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const ModelError& error) {
+    return error.what();
+  }
+  return "no ModelError";
+}
+
+}  // namespace
+
+TEST_CASE("Checkpoints round-trip in C++ with metadata, extras and exact weights", "[checkpoint]") {
+  TempDir dir;
+  LoadedModel built = load_model("yolox-n", 3);
+  torch::manual_seed(0);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : built.model.module->parameters()) p.uniform_(-0.1, 0.1);
+  }
+  Checkpoint checkpoint;
+  checkpoint.family = "yolox";
+  checkpoint.size = "n";
+  checkpoint.class_count = 3;
+  checkpoint.names = {"cat", "dog", "bird"};
+  checkpoint.image_size = 416;
+  checkpoint.model = state_dict(*built.model.module);
+  c10::impl::GenericDict config(c10::StringType::get(), c10::AnyType::get());
+  config.insert("lr0", 0.01);
+  config.insert("mosaic", true);
+  config.insert("scheduler", std::string("cos"));
+  config.insert("none", c10::IValue());
+  c10::impl::GenericList list(c10::AnyType::get());
+  list.push_back(static_cast<std::int64_t>(-70000));
+  list.push_back(static_cast<std::int64_t>(1) << 40);
+  list.push_back(at::arange(4, at::kBFloat16));
+  checkpoint.set_extra("epoch", static_cast<std::int64_t>(7));
+  checkpoint.set_extra("config", config);
+  checkpoint.set_extra("history", list);
+  checkpoint.set_extra("pair", c10::ivalue::Tuple::create({c10::IValue(1.5), c10::IValue(std::string("x"))}));
+  write_checkpoint(dir.path / "a.pt", checkpoint);
+
+  const Checkpoint back = read_checkpoint(dir.path / "a.pt");
+  CHECK(back.family == "yolox");
+  CHECK(back.size == "n");
+  CHECK(back.class_count == 3);
+  CHECK(back.names == std::vector<std::string>{"cat", "dog", "bird"});
+  CHECK(back.image_size == 416);
+  CHECK(back.schema_version == "1.0");
+  REQUIRE(back.model.size() == checkpoint.model.size());
+  for (std::size_t i = 0; i < back.model.size(); ++i) {
+    CHECK(back.model[i].first == checkpoint.model[i].first);
+    CHECK(at::equal(back.model[i].second, checkpoint.model[i].second));
+  }
+  REQUIRE(back.extra("epoch"));
+  CHECK(back.extra("epoch")->toInt() == 7);
+  const auto cfg = back.extra("config")->toGenericDict();
+  CHECK(cfg.at("lr0").toDouble() == 0.01);
+  CHECK(cfg.at("mosaic").toBool());
+  CHECK(cfg.at("scheduler").toStringRef() == "cos");
+  CHECK(cfg.at("none").isNone());
+  const auto history = back.extra("history")->toList();
+  CHECK(history.get(0).toInt() == -70000);
+  CHECK(history.get(1).toInt() == (static_cast<std::int64_t>(1) << 40));
+  CHECK(at::equal(history.get(2).toTensor(), at::arange(4, at::kBFloat16)));
+  CHECK(back.extra("pair")->toTupleRef().elements()[0].toDouble() == 1.5);
+
+  // model=path builds the family and size the file names, with its class count, and gives the
+  // same outputs as the model that was saved.
+  LoadedModel loaded = load_model((dir.path / "a.pt").string(), 80);
+  CHECK(loaded.class_count == 3);
+  CHECK(loaded.model.display_name == "YOLOX-n");
+  torch::NoGradGuard no_grad;
+  built.model.module->eval();
+  loaded.model.module->eval();
+  const at::Tensor input = torch::rand({1, 3, 64, 64});
+  const auto a = built.model.forward(input), b = loaded.model.forward(input);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i], b[i]));
+}
+
+TEST_CASE("model= with a missing weights file is a model error naming where weights come from", "[checkpoint]") {
+  const std::string message = message_of([] { load_model("LibreYOLO9s.pt", 80); });
+  CHECK_THAT(message, Catch::Contains("LibreYOLO9s.pt: weights file not found"));
+  CHECK_THAT(message, Catch::Contains("weights/LibreYOLO9s.pt"));
+  CHECK_THAT(message, Catch::Contains("huggingface.co/LibreYOLO"));
+  CHECK_THAT(message, Catch::Contains("model=yolo9-s"));
+}
+
+TEST_CASE("The torch.save reader refuses globals it does not know and tensors outside storage", "[checkpoint]") {
+  TempDir dir;
+  // {'model': os.system('true')}: never run, refused by name.
+  write_archive(dir.path / "evil.pt", "\x80\x02}X\x05\x00\x00\x00modelcos\nsystem\nX\x04\x00\x00\x00true\x85Rs."s);
+  CHECK_THAT(message_of([&] { read_torch_file(dir.path / "evil.pt"); }), Catch::Contains("'os.system'"));
+
+  // A float tensor of 4 elements on a storage of `numel` floats.
+  const auto tensor4 = [](char numel) {
+    return std::string("\x80\x02") + "ctorch._utils\n_rebuild_tensor_v2\n(" +
+      "(X\x07\x00\x00\x00storage"s + "ctorch\nFloatStorage\n" + "X\x01\x00\x00\x00"s "0" + "X\x03\x00\x00\x00"s "cpu" +
+      "K"s + numel + "tQ" + "K\x00"s + "K\x04\x85" + "K\x01\x85" + "\x89" + "ccollections\nOrderedDict\n)R" + "tR.";
+  };
+  write_archive(dir.path / "oob.pt", tensor4(2), std::string(8, '\0'));
+  CHECK_THAT(message_of([&] { read_torch_file(dir.path / "oob.pt"); }), Catch::Contains("outside its storage"));
+
+  // The same with a storage of 4 floats reads, and an OrderedDict with BUILD(_metadata) and
+  // SETITEM reads as a dict.
+  write_archive(dir.path / "ok.pt", tensor4(4), std::string(16, '\0'));
+  CHECK(read_torch_file(dir.path / "ok.pt").toTensor().sizes() == at::IntArrayRef({4}));
+  const std::string ordered = std::string("\x80\x02") + "ccollections\nOrderedDict\n)R" + "X\x01\x00\x00\x00"s "a" + "K\x05" +
+                              "s" + "}X\x09\x00\x00\x00_metadata}sb."s;
+  write_archive(dir.path / "ordered.pt", ordered);
+  const auto dict = read_torch_file(dir.path / "ordered.pt").toGenericDict();
+  CHECK(dict.at("a").toInt() == 5);
+
+  std::ofstream(dir.path / "text.pt") << "not a zip";
+  CHECK_THAT(message_of([&] { read_torch_file(dir.path / "text.pt"); }), Catch::Contains("not a readable torch.save file"));
+}
