@@ -1,4 +1,5 @@
 #include "core/config.h"
+#include "models/checkpoint.h"
 #include "core/error.h"
 
 #include <algorithm>
@@ -153,10 +154,20 @@ TEST_CASE("size overrides: YOLOX-nano trains at 416 without mixup", "[family]") 
   CHECK(train({"model=yolox-n", "imgsz=320"}).get_image_size("imgsz") == ImageSize{320, 320});
 }
 
-TEST_CASE("model names: unknown is a model error, weights names tell the family", "[family]") {
+TEST_CASE("model names: unknown or missing is a model error, checkpoints tell their family", "[family]") {
   CHECK_THROWS_AS(train({"model=yolov5s"}), ModelError);
-  CHECK(train({"model=LibreYOLO9t.pt"}).family() == "yolo9");
-  CHECK(train({"model=runs/train/exp/weights/last.pt"}).family().empty());
+  CHECK_THROWS_AS(train({"model=LibreYOLO9t.pt"}), ModelError);  // no such file here or in weights/
+  CHECK_THROWS_AS(train({"model=runs/train/exp/weights/last.pt"}), ModelError);
+  // A checkpoint named last.pt says yolox-n in its metadata: the YOLOX-nano defaults apply.
+  libreyolo::models::Checkpoint checkpoint;
+  checkpoint.family = "yolox";
+  checkpoint.size = "n";
+  checkpoint.names = libreyolo::models::default_class_names(80);
+  const auto path = temp_file("last.pt", "");
+  libreyolo::models::write_checkpoint(path, checkpoint);
+  const auto config = train({"model=" + path.string()});
+  CHECK(config.family() == "yolox");
+  CHECK(config.get_image_size("imgsz") == ImageSize{416, 416});
 }
 
 TEST_CASE("cfg= loads overrides; the command line beats the file, the file beats the family", "[cfg_file]") {
