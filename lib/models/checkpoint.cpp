@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
 #include <array>
@@ -94,6 +95,14 @@ Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& f
     if (!get("size").empty()) checkpoint.size = get("size");
     if (!get("nc").empty()) checkpoint.class_count = std::stoi(get("nc"));
     if (!get("imgsz").empty()) checkpoint.image_size = std::stoi(get("imgsz"));
+    if (!get("task").empty()) checkpoint.task = get("task");
+    if (!get("names").empty()) {
+      try {
+        checkpoint.names = nlohmann::json::parse(get("names")).get<std::vector<std::string>>();
+      } catch (const nlohmann::json::exception&) {
+        bad(path, "metadata `names` is not a JSON list of strings");
+      }
+    }
   } else {
     const c10::IValue file = read_torch_file(path);
     if (!file.isGenericDict()) bad(path, "a torch.save file that is not a dict; expected a LibreYOLO checkpoint");
@@ -170,6 +179,18 @@ Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& f
 }
 
 void write_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint) {
+  if (path.extension() == ".safetensors") {  // weights and metadata only; training extras need .pt
+    write_safetensors(path, checkpoint.model,
+                      {{"schema_version", checkpoint.schema_version},
+                       {"libreyolo_version", LIBREYOLO_VERSION},
+                       {"model_family", checkpoint.family},
+                       {"size", checkpoint.size},
+                       {"task", checkpoint.task},
+                       {"nc", std::to_string(checkpoint.class_count)},
+                       {"imgsz", std::to_string(checkpoint.image_size)},
+                       {"names", nlohmann::json(checkpoint.names).dump()}});
+    return;
+  }
   c10::impl::GenericDict state(c10::StringType::get(), c10::TensorType::get());
   for (const auto& [name, tensor] : checkpoint.model) state.insert(name, tensor.detach().cpu().contiguous());
   c10::impl::GenericDict names(c10::IntType::get(), c10::StringType::get());

@@ -43,7 +43,8 @@ std::vector<std::string> default_class_names(int class_count);
 // stripped. Throws ModelError naming the file.
 Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& fallback = {});
 
-// torch.save format, atomically; readable by torch.load (weights_only too) and LibreYOLO.
+// torch.save format, atomically; readable by torch.load (weights_only too) and LibreYOLO. A
+// .safetensors path gets the weights plus the metadata (no training extras).
 void write_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
 
 // Where `model=NAME.pt` is: as given, else weights/NAME.pt for a bare file name. Throws the

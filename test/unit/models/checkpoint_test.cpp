@@ -115,6 +115,16 @@ TEST_CASE("Checkpoints round-trip in C++ with metadata, extras and exact weights
   const at::Tensor input = torch::rand({1, 3, 64, 64});
   const auto a = built.model.forward(input), b = loaded.model.forward(input);
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i], b[i]));
+
+  // The same as .safetensors: weights and metadata, no extras.
+  write_checkpoint(dir.path / "a.safetensors", checkpoint);
+  LoadedModel from_safetensors = load_model((dir.path / "a.safetensors").string(), 80);
+  CHECK(from_safetensors.class_count == 3);
+  CHECK(from_safetensors.names == std::vector<std::string>{"cat", "dog", "bird"});
+  CHECK(identify_model((dir.path / "a.safetensors").string()).family == "yolox");
+  from_safetensors.model.module->eval();
+  const auto c = from_safetensors.model.forward(input);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i], c[i]));
 }
 
 TEST_CASE("model= with a missing weights file is a model error naming where weights come from", "[checkpoint]") {
