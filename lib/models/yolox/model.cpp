@@ -92,12 +92,13 @@ std::vector<torch::Tensor> PafpnImpl::forward(const torch::Tensor& x) {
 
 HeadImpl::HeadImpl(int class_count, double width, bool depthwise) {
   const int hidden = static_cast<int>(256 * width);
-  stems_ = register_module("stems", torch::nn::ModuleList());
+  // Registration order = YOLOX's (state-dict and optimizer-group order follow it).
   cls_convs_ = register_module("cls_convs", torch::nn::ModuleList());
   reg_convs_ = register_module("reg_convs", torch::nn::ModuleList());
   cls_preds_ = register_module("cls_preds", torch::nn::ModuleList());
   reg_preds_ = register_module("reg_preds", torch::nn::ModuleList());
   obj_preds_ = register_module("obj_preds", torch::nn::ModuleList());
+  stems_ = register_module("stems", torch::nn::ModuleList());
   for (const int in_channels : {256, 512, 1024}) {
     stems_->push_back(nn::BaseConv(static_cast<int>(in_channels * width), hidden, 1, 1));
     for (auto* convs : {&cls_convs_, &reg_convs_}) {

@@ -1,0 +1,37 @@
+// Exponential moving average of a model's weights (YOLOX/timm ModelEMA as LibreYOLO uses it):
+// after each optimizer step, every floating state entry (parameters and BatchNorm statistics)
+// moves to d·ema + (1 − d)·model with d = decay·(1 − exp(−updates/tau)) (constant when tau ≤ 0).
+#pragma once
+
+#include <ATen/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace libreyolo::train {
+
+class ModelEma {
+ public:
+  // `ema_model` is a separate instance of the same architecture; its weights start as the model's.
+  ModelEma(torch::nn::Module& model, std::shared_ptr<torch::nn::Module> ema_model, double decay, double tau,
+           std::int64_t updates = 0);
+  void update(torch::nn::Module& model);
+  double decay_at(std::int64_t updates) const;
+  std::int64_t updates() const { return updates_; }
+  void set_updates(std::int64_t updates) { updates_ = updates; }
+  torch::nn::Module& module() { return *ema_; }
+  std::shared_ptr<torch::nn::Module> module_ptr() { return ema_; }
+
+ private:
+  std::shared_ptr<torch::nn::Module> ema_;
+  std::vector<at::Tensor> ema_tensors_;
+  double decay_, tau_;
+  std::int64_t updates_;
+};
+
+// Floating parameters and buffers of a module in state-dict order.
+std::vector<at::Tensor> floating_state(torch::nn::Module& module);
+
+}  // namespace libreyolo::train

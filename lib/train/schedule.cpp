@@ -1,0 +1,58 @@
+#include "train/schedule.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace libreyolo::train {
+
+Schedule::Schedule(ScheduleOptions options) : options_(std::move(options)) {
+  if (options_.kind == "warmcos") options_.kind = "cos";
+  static constexpr const char* kinds[] = {"yoloxwarmcos", "linear", "cos", "flat_cosine", "constant"};
+  if (std::find(std::begin(kinds), std::end(kinds), options_.kind) == std::end(kinds)) {
+    throw UsageError(fmt::format("scheduler={} is not one of yoloxwarmcos, linear, cos, flat_cosine, constant", options_.kind));
+  }
+  warmup_iters_ = static_cast<double>(options_.steps_per_epoch) * options_.warmup_epochs;
+  warmup_start_ = std::min(options_.warmup_lr_start, options_.lr0);
+  min_lr_ = options_.lr0 * options_.min_lr_ratio;
+  total_iters_ = options_.steps_per_epoch * options_.epochs;
+}
+
+double Schedule::lr(std::int64_t iteration) const {
+  const double it = static_cast<double>(iteration), lr0 = options_.lr0, total = static_cast<double>(total_iters_);
+  const double linear_warmup = warmup_iters_ > 0 ? (lr0 - warmup_start_) * it / warmup_iters_ + warmup_start_ : lr0;
+  const std::string& kind = options_.kind;
+  if (kind == "yoloxwarmcos") {
+    const double plateau = static_cast<double>(options_.steps_per_epoch * options_.no_aug_epochs);
+    if (warmup_iters_ > 0 && it <= warmup_iters_) return (lr0 - warmup_start_) * std::pow(it / warmup_iters_, 2) + warmup_start_;
+    if (it >= total - plateau) return min_lr_;
+    return min_lr_ + 0.5 * (lr0 - min_lr_) *
+                         (1.0 + std::cos(std::numbers::pi * (it - warmup_iters_) / (total - warmup_iters_ - plateau)));
+  }
+  if (kind == "constant") return warmup_iters_ > 0 && it <= warmup_iters_ ? linear_warmup : lr0;
+  if (it <= warmup_iters_) return linear_warmup;
+  if (kind == "flat_cosine") {
+    const double cosine = std::min(static_cast<double>(options_.steps_per_epoch * options_.no_aug_epochs),
+                                   std::max(0.0, total - warmup_iters_));
+    const double start = total - cosine;
+    if (it < start) return lr0;
+    const double progress = std::min(1.0, (it - start) / std::max(1.0, cosine));
+    return min_lr_ + 0.5 * (lr0 - min_lr_) * (1 + std::cos(std::numbers::pi * progress));
+  }
+  const double progress = (it - warmup_iters_) / std::max(1.0, total - warmup_iters_);
+  if (kind == "linear") return lr0 - (lr0 - min_lr_) * progress;
+  return min_lr_ + 0.5 * (lr0 - min_lr_) * (1 + std::cos(std::numbers::pi * progress));  // cos
+}
+
+std::optional<double> Schedule::momentum(std::int64_t iteration) const {
+  if (options_.kind != "linear" || !options_.warmup_momentum) return std::nullopt;
+  const double it = static_cast<double>(iteration);
+  if (warmup_iters_ <= 0 || it >= warmup_iters_) return options_.momentum;
+  return *options_.warmup_momentum + (options_.momentum - *options_.warmup_momentum) * (it / warmup_iters_);
+}
+
+}  // namespace libreyolo::train

@@ -1,0 +1,42 @@
+// Per-iteration learning-rate (and YOLOv9 momentum-warmup) schedules, as LibreYOLO steps them:
+// lr(iteration) is applied after each optimizer step with iteration+1, and at start or resume
+// with start_epoch × steps_per_epoch.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace libreyolo::train {
+
+struct ScheduleOptions {
+  std::string kind = "yoloxwarmcos";  // yoloxwarmcos | linear | cos (warmcos) | flat_cosine | constant
+  double lr0 = 0.01;
+  double warmup_epochs = 5;
+  double warmup_lr_start = 0.0;       // clamped to ≤ lr0
+  double min_lr_ratio = 0.05;
+  int no_aug_epochs = 15;             // yoloxwarmcos plateau, flat_cosine cosine tail
+  std::int64_t steps_per_epoch = 1;
+  int epochs = 300;
+  std::optional<double> warmup_momentum;  // linear only (YOLOv9): momentum lerps to `momentum`
+  double momentum = 0.937;
+};
+
+class Schedule {
+ public:
+  // Throws UsageError for an unknown kind.
+  explicit Schedule(ScheduleOptions options);
+  double lr(std::int64_t iteration) const;
+  // Momentum for this iteration, or nothing when the schedule leaves momentum alone.
+  std::optional<double> momentum(std::int64_t iteration) const;
+  const ScheduleOptions& options() const { return options_; }
+
+ private:
+  ScheduleOptions options_;
+  double warmup_iters_;
+  double warmup_start_;
+  double min_lr_;
+  std::int64_t total_iters_;
+};
+
+}  // namespace libreyolo::train

@@ -1,0 +1,99 @@
+"""Writes what the C++ training-parts parity test compares against, from libreyolo 1.6.0:
+the LR (and momentum) of every iteration of each scheduler, warmup included; the optimizer's
+parameter groups for YOLOX-n and YOLOv9-t; and EMA weights after a few updates.
+
+    make_train_reference.py OUT_DIR
+
+Exits 77 (skipped) when torch, safetensors or libreyolo cannot be imported.
+"""
+import json
+import pathlib
+import sys
+
+try:
+    import torch
+    from safetensors.torch import save_file
+    import libreyolo.models.yolo9.nn as yolo9_nn
+    import libreyolo.models.yolox.nn as yolox_nn
+    from libreyolo.training import scheduler as sched
+    from libreyolo.training.ema import ModelEMA
+    from libreyolo.training.trainer import BaseTrainer
+except ImportError as error:
+    print(f"skipped: {error}")
+    sys.exit(77)
+
+IPE, EPOCHS = 7, 12
+CASES = {
+    "yoloxwarmcos": lambda: sched.WarmupCosineScheduler(0.01, IPE, EPOCHS, warmup_epochs=3, warmup_lr_start=0.001,
+                                                         plateau_epochs=2, min_lr_ratio=0.05),
+    "linear": lambda: sched.LinearLRScheduler(0.01, IPE, EPOCHS, warmup_epochs=3, warmup_lr_start=0.0001,
+                                              min_lr_ratio=0.01, warmup_momentum=0.8, momentum=0.937),
+    "cos": lambda: sched.CosineAnnealingScheduler(0.01, IPE, EPOCHS, warmup_epochs=3, warmup_lr_start=0.0001,
+                                                  min_lr_ratio=0.01),
+    "flat_cosine": lambda: sched.FlatCosineScheduler(0.01, IPE, EPOCHS, warmup_epochs=2, warmup_lr_start=1e-6,
+                                                     no_aug_epochs=4, min_lr_ratio=0.05),
+    "constant": lambda: sched.ConstantLRScheduler(0.01, IPE, EPOCHS, warmup_epochs=1, warmup_lr_start=0.002),
+}
+
+
+class _Groups(BaseTrainer):
+    """Only _setup_optimizer is used; the abstract hooks are never called."""
+    def __init__(self, model):  # noqa: D401 - no BaseTrainer setup
+        self.model = model
+        self.config = type("C", (), {"optimizer": "sgd", "lr0": 0.01, "momentum": 0.9, "nesterov": True,
+                                     "weight_decay": 5e-4})()
+    effective_lr = 0.01
+    def get_model_family(self): ...
+    def get_model_tag(self): ...
+    def create_transforms(self): ...
+    def create_scheduler(self, iters_per_epoch): ...
+    def get_loss_components(self, outputs): ...
+    def on_forward(self, imgs, targets, polygons=None): ...
+
+
+def main() -> int:
+    out = pathlib.Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    tensors, info = {}, {"ipe": IPE, "epochs": EPOCHS, "groups": {}}
+    for name, make in CASES.items():
+        s = make()
+        its = range(0, IPE * EPOCHS + 1)
+        tensors[f"lr.{name}"] = torch.tensor([s.update_lr(i) for i in its], dtype=torch.float64)
+        if hasattr(s, "update_momentum"):
+            tensors[f"momentum.{name}"] = torch.tensor([s.update_momentum(i) for i in its], dtype=torch.float64)
+    for family, size, model in (("yolox", "n", yolox_nn.LibreYOLOXModel(config="n", nb_classes=80)),
+                                ("yolo9", "t", yolo9_nn.LibreYOLO9Model(config="t", nb_classes=80))):
+        names = {id(p): n for n, p in model.named_parameters()}
+        trainer = _Groups.__new__(_Groups)
+        _Groups.__init__(trainer, model)
+        try:
+            optimizer = BaseTrainer._setup_optimizer(trainer)
+        except Exception as error:  # the oracle's signature changed: fail loudly
+            print(f"cannot build LibreYOLO's optimizer groups: {error!r}")
+            return 1
+        info["groups"][f"{family}-{size}"] = [
+            {"names": [names[id(p)] for p in g["params"]], "weight_decay": g["weight_decay"]}
+            for g in optimizer.param_groups]
+    # EMA: model weights at update k are base × (1 + 0.1 k) for every floating entry.
+    torch.manual_seed(0)
+    model = yolox_nn.LibreYOLOXModel(config="n", nb_classes=80)
+    base = {k: v.clone() for k, v in model.state_dict().items()}
+    ema = ModelEMA(model, decay=0.9, tau=3)
+    for k in range(1, 6):
+        with torch.no_grad():
+            for key, v in model.state_dict().items():
+                if v.dtype.is_floating_point:
+                    v.copy_(base[key] * (1 + 0.1 * k))
+        ema.update(model)
+    for key, v in base.items():
+        tensors[f"ema_base.{key}"] = v
+    for key, v in ema.ema.state_dict().items():
+        tensors[f"ema.{key}"] = v.clone()
+    save_file(tensors, str(out / "train.safetensors"))
+    (out / "train.json").write_text(json.dumps(info))
+    print("schedules:", ", ".join(CASES), "| groups:", {k: [len(g["names"]) for g in v] for k, v in info["groups"].items()})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+// Parity of the training parts with libreyolo 1.6.0 (references from make_train_reference.py):
+// every scheduler's LR (and YOLOv9's momentum warmup) at every iteration, the optimizer's
+// parameter groups (same tensors, same order, same weight decay) and EMA weights after updates.
+//   train_parity_test DIR
+#include "models/registry.h"
+#include "models/safetensors.h"
+#include "train/ema.h"
+#include "train/optimizer.h"
+#include "train/schedule.h"
+#include "models/yolox/model.h"
+
+#include <ATen/ATen.h>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+#include <torch/optim/sgd.h>
+
+#include <cmath>
+#include <fstream>
+
+using namespace libreyolo;
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const std::string dir = argv[1];
+  bool ok = true;
+  try {
+    const auto ref = models::read_safetensors(dir + "/train.safetensors");
+    std::ifstream json_file(dir + "/train.json");
+    const auto info = nlohmann::json::parse(json_file);
+    const int ipe = info["ipe"], epochs = info["epochs"];
+    struct Case { const char* kind; double warmup, start, min_ratio; int no_aug; };
+    for (const Case c : {Case{"yoloxwarmcos", 3, 0.001, 0.05, 2}, Case{"linear", 3, 0.0001, 0.01, 0},
+                         Case{"cos", 3, 0.0001, 0.01, 0}, Case{"flat_cosine", 2, 1e-6, 0.05, 4},
+                         Case{"constant", 1, 0.002, 1.0, 0}}) {
+      train::ScheduleOptions options{.kind = c.kind, .lr0 = 0.01, .warmup_epochs = c.warmup, .warmup_lr_start = c.start,
+                                     .min_lr_ratio = c.min_ratio, .no_aug_epochs = c.no_aug, .steps_per_epoch = ipe,
+                                     .epochs = epochs, .warmup_momentum = std::nullopt};
+      if (std::string(c.kind) == "linear") options.warmup_momentum = 0.8;
+      const train::Schedule schedule(options);
+      const at::Tensor lrs = ref.at(std::string("lr.") + c.kind);
+      double worst = 0, worst_momentum = 0;
+      for (std::int64_t i = 0; i < lrs.numel(); ++i) {
+        worst = std::max(worst, std::abs(schedule.lr(i) - lrs[i].item<double>()));
+        if (ref.count(std::string("momentum.") + c.kind)) {
+          worst_momentum = std::max(worst_momentum, std::abs(*schedule.momentum(i) - ref.at(std::string("momentum.") + c.kind)[i].item<double>()));
+        }
+      }
+      const bool same = worst < 1e-12 && worst_momentum < 1e-12;
+      fmt::print("schedule {:<13} {} iterations, max |lr diff| {:.2g}, max |momentum diff| {:.2g} {}\n", c.kind,
+                 lrs.numel(), worst, worst_momentum, same ? "ok" : "MISMATCH");
+      ok = ok && same;
+    }
+    for (const auto& [family, size] : {std::pair{"yolox", "n"}, std::pair{"yolo9", "t"}}) {
+      auto model = models::build_model({family, size}, 80);
+      const auto groups = train::parameter_groups(*model.module);
+      const auto& expected = info["groups"][fmt::format("{}-{}", family, size)];
+      const std::vector<const std::vector<std::string>*> ours{&groups.bn_names, &groups.weight_names, &groups.bias_names};
+      bool same = expected.size() == 3;
+      for (std::size_t g = 0; same && g < 3; ++g) same = expected[g]["names"].get<std::vector<std::string>>() == *ours[g];
+      const auto optimizer = train::make_optimizer(groups, {.name = "sgd", .lr0 = 0.01, .momentum = 0.9, .weight_decay = 5e-4});
+      for (std::size_t g = 0; same && g < 3; ++g) {
+        const auto& options = static_cast<const torch::optim::SGDOptions&>(optimizer->param_groups()[g].options());
+        same = std::abs(options.weight_decay() - expected[g]["weight_decay"].get<double>()) < 1e-12;
+      }
+      fmt::print("groups {}-{}: pg0 {} / pg1 {} / pg2 {} tensors {}\n", family, size, groups.bn.size(),
+                 groups.weights.size(), groups.biases.size(), same ? "ok (same names, order, decay)" : "MISMATCH");
+      ok = ok && same;
+    }
+    models::yolox::Model model("n", 80);
+    std::map<std::string, at::Tensor> base;
+    for (const auto& [key, value] : ref) if (key.rfind("ema_base.", 0) == 0) base[key.substr(9)] = value;
+    models::load_state_dict(*model, base, true);
+    models::yolox::Model copy("n", 80);
+    train::ModelEma ema(*model, copy.ptr(), 0.9, 3);
+    for (int k = 1; k <= 5; ++k) {
+      at::NoGradGuard no_grad;
+      for (auto& [key, value] : models::state_dict(*model)) {
+        if (at::isFloatingType(value.scalar_type())) value.copy_(base.at(key) * (1 + 0.1 * k));
+      }
+      ema.update(*model);
+    }
+    double worst = 0;
+    bool same = true;
+    for (const auto& [key, value] : models::state_dict(ema.module())) {
+      const at::Tensor& expected = ref.at("ema." + key);
+      worst = std::max(worst, (value.to(at::kDouble) - expected.to(at::kDouble)).abs().max().item<double>());
+      same = same && at::allclose(value, expected, 1e-6, 1e-6);
+    }
+    fmt::print("ema after 5 updates (decay 0.9, tau 3): max |diff| {:.2g} {}\n", worst, same ? "ok" : "MISMATCH");
+    ok = ok && same;
+  } catch (const std::exception& error) {
+    fmt::print("error: {}\n", error.what());
+    return 1;
+  }
+  return ok ? 0 : 1;
+}
