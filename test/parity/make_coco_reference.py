@@ -1,0 +1,88 @@
+"""Fixture ground truth and detections (seeded: several images and classes, all three area
+ranges, images without ground truth, classes without detections, duplicate and near-miss
+boxes, tied scores) and pycocotools' COCOeval results on them, for the C++ COCO metrics test.
+
+    make_coco_reference.py OUT_DIR
+
+Exits 77 (skipped) when pycocotools or numpy cannot be imported.
+"""
+import json
+import pathlib
+import random
+import sys
+
+try:
+    import numpy as np
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+except ImportError as error:
+    print(f"skipped: {error}")
+    sys.exit(77)
+
+
+def fixture(seed):
+    rng = random.Random(seed)
+    images, gts, dts = list(range(1, 13)), [], []
+    for image in images:
+        if image % 5 == 0:
+            n = 0  # background image: every detection is a false positive
+        else:
+            n = rng.randint(1, 9)
+        for _ in range(n):
+            cls = rng.choice([0, 1, 2, 3, 5])
+            w, h = rng.choice([rng.uniform(4, 30), rng.uniform(30, 95), rng.uniform(95, 300)]), rng.uniform(5, 250)
+            x, y = rng.uniform(0, 600), rng.uniform(0, 400)
+            gts.append([image, cls, x, y, w, h])
+            for _ in range(rng.choice([0, 1, 1, 2])):  # misses, hits, duplicates
+                j = lambda v, s: v + rng.gauss(0, s)
+                dts.append([image, cls if rng.random() < 0.85 else rng.choice([0, 1, 2, 3, 4]),
+                            j(x, 0.08 * w), j(y, 0.08 * h), abs(j(w, 0.1 * w)) + 1, abs(j(h, 0.1 * h)) + 1,
+                            round(rng.random(), 2)])  # rounded scores: ties
+        for _ in range(rng.randint(0, 4)):  # stray false positives
+            dts.append([image, rng.choice([0, 1, 2, 4]), rng.uniform(0, 600), rng.uniform(0, 400),
+                        rng.uniform(3, 200), rng.uniform(3, 200), round(rng.random(), 2)])
+    return images, gts, dts
+
+
+def evaluate(images, gts, dts, categories):
+    coco = COCO()
+    coco.dataset = {
+        "images": [{"id": i} for i in images],
+        "categories": [{"id": c} for c in categories],
+        "annotations": [{"id": k + 1, "image_id": g[0], "category_id": g[1], "bbox": g[2:6], "area": g[4] * g[5],
+                         "iscrowd": 0} for k, g in enumerate(gts)],
+    }
+    coco.createIndex()
+    result = coco.loadRes([{"image_id": d[0], "category_id": d[1], "bbox": d[2:6], "score": d[6]} for d in dts]) if dts else COCO()
+    ev = COCOeval(coco, result, "bbox")
+    ev.evaluate()
+    ev.accumulate()
+    ev.summarize()
+    p = ev.eval["precision"][:, :, :, 0, -1]
+    r = ev.eval["recall"][:, :, 0, -1]
+    per_class = []
+    for k, c in enumerate(categories):
+        pk, rk = ev.eval["precision"][:, :, k, 0, -1], ev.eval["recall"][:, k, 0, -1]
+        per_class.append({"category": c, "map50_95": float(pk[pk > -1].mean()) if (pk > -1).any() else -1,
+                          "map50": float(pk[0][pk[0] > -1].mean()) if (pk[0] > -1).any() else -1,
+                          "recall": float(rk[rk > -1].mean()) if (rk > -1).any() else -1})
+    return {"stats": [float(s) for s in ev.stats], "precision": float(p[p > -1].mean()),
+            "recall": float(r[r > -1].mean()), "per_class": per_class}
+
+
+def main() -> int:
+    out = pathlib.Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    cases = []
+    for seed in range(4):
+        images, gts, dts = fixture(seed)
+        categories = [0, 1, 2, 3, 4, 5]
+        cases.append({"images": images, "categories": categories, "gt": gts, "dt": dts,
+                      "expected": evaluate(images, gts, dts, categories)})
+    (out / "coco.json").write_text(json.dumps(cases))
+    print(f"{len(cases)} fixtures, stats[0] " + ", ".join(f"{c['expected']['stats'][0]:.4f}" for c in cases))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
