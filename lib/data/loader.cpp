@@ -103,7 +103,7 @@ std::size_t Loader::batches_per_epoch() const {
   return options_.drop_last ? count / size : (count + size - 1) / size;
 }
 
-void Loader::start_epoch(int epoch) {
+void Loader::start_epoch(int epoch, std::size_t first_batch) {
   const auto order = epoch_order(epoch);
   std::unique_lock<std::mutex> lock(mutex_);
   batch_ready_.wait(lock, [&] { return in_flight_ == 0; });  // let the previous epoch's builds land
@@ -115,9 +115,9 @@ void Loader::start_epoch(int epoch) {
                           order.begin() + static_cast<long>(std::min(order.size(), start + size)));
   }
   epoch_ = epoch;
-  next_to_build_ = 0;
+  next_to_build_ = std::min(first_batch, batches_.size());
   next_sample_ = 0;
-  next_to_return_ = 0;
+  next_to_return_ = next_to_build_;
   pending_.clear();
   ready_.clear();
   errors_.clear();

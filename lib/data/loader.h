@@ -62,8 +62,9 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  // Sets the order of the epoch and starts building its first batches.
-  void start_epoch(int epoch);
+  // Sets the order of the epoch and starts building its first batches; `first_batch` > 0
+  // resumes mid-epoch (the earlier batches are not built).
+  void start_epoch(int epoch, std::size_t first_batch = 0);
   // The next batch of the epoch, or nothing when the epoch is done. Rethrows a worker's error.
   std::optional<Batch> next();
 

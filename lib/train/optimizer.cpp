@@ -7,6 +7,7 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <ATen/ATen.h>
 #include <fmt/format.h>
 
 #include <set>
@@ -90,6 +91,111 @@ void set_momentum(torch::optim::Optimizer& optimizer, double momentum) {
 
 double learning_rate(const torch::optim::Optimizer& optimizer, std::size_t group) {
   return optimizer.param_groups().at(group).options().get_lr();
+}
+
+namespace {
+
+c10::impl::GenericDict new_dict() { return c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()); }
+
+}  // namespace
+
+c10::IValue optimizer_state(const torch::optim::Optimizer& optimizer) {
+  c10::impl::GenericDict state = new_dict();
+  c10::impl::GenericList groups(c10::AnyType::get());
+  std::int64_t index = 0;
+  for (const auto& group : optimizer.param_groups()) {
+    c10::impl::GenericDict g = new_dict();
+    c10::impl::GenericList params(c10::AnyType::get());
+    const auto& options = group.options();
+    g.insert("lr", options.get_lr());
+    if (const auto* sgd = dynamic_cast<const torch::optim::SGDOptions*>(&options)) {
+      g.insert("momentum", sgd->momentum());
+      g.insert("dampening", sgd->dampening());
+      g.insert("weight_decay", sgd->weight_decay());
+      g.insert("nesterov", sgd->nesterov());
+    } else if (const auto* adam = dynamic_cast<const torch::optim::AdamOptions*>(&options)) {
+      g.insert("weight_decay", adam->weight_decay());
+      g.insert("eps", adam->eps());
+    } else if (const auto* adamw = dynamic_cast<const torch::optim::AdamWOptions*>(&options)) {
+      g.insert("weight_decay", adamw->weight_decay());
+      g.insert("eps", adamw->eps());
+    }
+    for (const auto& p : group.params()) {
+      params.push_back(index);
+      const auto found = optimizer.state().find(p.unsafeGetTensorImpl());
+      if (found != optimizer.state().end()) {
+        c10::impl::GenericDict entry = new_dict();
+        if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(found->second.get())) {
+          if (sgd->momentum_buffer().defined()) entry.insert("momentum_buffer", sgd->momentum_buffer());
+        } else if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(found->second.get())) {
+          entry.insert("step", at::scalar_tensor(static_cast<double>(adam->step())));
+          entry.insert("exp_avg", adam->exp_avg());
+          entry.insert("exp_avg_sq", adam->exp_avg_sq());
+        } else if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(found->second.get())) {
+          entry.insert("step", at::scalar_tensor(static_cast<double>(adamw->step())));
+          entry.insert("exp_avg", adamw->exp_avg());
+          entry.insert("exp_avg_sq", adamw->exp_avg_sq());
+        }
+        if (entry.size()) state.insert(index, entry);
+      }
+      ++index;
+    }
+    g.insert("params", params);
+    groups.push_back(g);
+  }
+  c10::impl::GenericDict out = new_dict();
+  out.insert("state", state);
+  out.insert("param_groups", groups);
+  return out;
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const c10::IValue& value) {
+  if (!value.isGenericDict()) throw ModelError("checkpoint optimizer state is not a dict");
+  const auto dict = value.toGenericDict();
+  if (!dict.contains("state") || !dict.contains("param_groups")) throw ModelError("checkpoint optimizer state lacks state/param_groups");
+  const auto groups = dict.at("param_groups").toList();
+  if (groups.size() != optimizer.param_groups().size()) {
+    throw ModelError(fmt::format("checkpoint optimizer has {} parameter groups, this model {}", groups.size(),
+                                 optimizer.param_groups().size()));
+  }
+  const auto state = dict.at("state").toGenericDict();
+  std::int64_t index = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    auto& group = optimizer.param_groups()[g];
+    const auto saved = groups.get(g).toGenericDict();
+    if (saved.at("params").toList().size() != group.params().size()) {
+      throw ModelError(fmt::format("checkpoint optimizer group {} has {} parameters, this model {}", g,
+                                   saved.at("params").toList().size(), group.params().size()));
+    }
+    group.options().set_lr(saved.at("lr").toDouble());
+    if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&group.options()); sgd && saved.contains("momentum")) {
+      sgd->momentum(saved.at("momentum").toDouble());
+    }
+    for (const auto& p : group.params()) {
+      const c10::IValue key(index++);
+      if (!state.contains(key)) continue;
+      const auto entry = state.at(key).toGenericDict();
+      const auto tensor = [&](const char* name) { return entry.at(name).toTensor().to(p.device()).clone(); };
+      void* slot = p.unsafeGetTensorImpl();
+      if (dynamic_cast<torch::optim::SGDOptions*>(&group.options())) {
+        auto s = std::make_unique<torch::optim::SGDParamState>();
+        if (entry.contains("momentum_buffer")) s->momentum_buffer(tensor("momentum_buffer"));
+        optimizer.state()[slot] = std::move(s);
+      } else if (dynamic_cast<torch::optim::AdamWOptions*>(&group.options())) {
+        auto s = std::make_unique<torch::optim::AdamWParamState>();
+        s->step(static_cast<std::int64_t>(entry.at("step").toTensor().item<double>()));
+        s->exp_avg(tensor("exp_avg"));
+        s->exp_avg_sq(tensor("exp_avg_sq"));
+        optimizer.state()[slot] = std::move(s);
+      } else {
+        auto s = std::make_unique<torch::optim::AdamParamState>();
+        s->step(static_cast<std::int64_t>(entry.at("step").toTensor().item<double>()));
+        s->exp_avg(tensor("exp_avg"));
+        s->exp_avg_sq(tensor("exp_avg_sq"));
+        optimizer.state()[slot] = std::move(s);
+      }
+    }
+  }
 }
 
 }  // namespace libreyolo::train

@@ -5,6 +5,7 @@
 
 #include <ATen/Tensor.h>
 #include <torch/nn/module.h>
+#include <ATen/core/ivalue.h>
 #include <torch/optim/optimizer.h>
 
 #include <memory>
@@ -34,5 +35,11 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const ParameterGroups& g
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 void set_momentum(torch::optim::Optimizer& optimizer, double momentum);  // SGD only; no-op otherwise
 double learning_rate(const torch::optim::Optimizer& optimizer, std::size_t group = 0);
+
+// The optimizer's state in torch.optim's state_dict layout ({"state": {index: {momentum_buffer |
+// step, exp_avg, exp_avg_sq}}, "param_groups": [{lr, momentum, ..., params: [index...]}]}), with
+// parameters numbered across groups in order, as PyTorch does. Loading checks the layout matches.
+c10::IValue optimizer_state(const torch::optim::Optimizer& optimizer);
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const c10::IValue& state);
 
 }  // namespace libreyolo::train

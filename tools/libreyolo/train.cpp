@@ -8,6 +8,9 @@
 #include "core/run_dir.h"
 #include "data/dataset_yaml.h"
 #include "data/training_data.h"
+#include "train/trainer.h"
+
+#include <filesystem>
 
 #include <fmt/core.h>
 #include <algorithm>
@@ -45,15 +48,19 @@ int run_train(const Arguments& arguments) {
     fmt::print("{}", config.to_yaml());
     return 0;
   }
-  const auto dataset = data::load_dataset_spec(config.get_text("data"));
-  for (const std::string split : {"train", "val"}) {
-    if (!dataset.split(split).empty()) data::scan_split(dataset, split, static_cast<int>(config.get_int("workers")));
+  const bool resume = config.get_text("resume") == "true";
+  std::filesystem::path run_dir;
+  if (resume) {  // continue in the checkpoint's run folder: runs/train/exp/weights/last.pt -> runs/train/exp
+    run_dir = std::filesystem::path(config.get_text("model")).parent_path().parent_path();
+    if (run_dir.empty() || !std::filesystem::is_directory(run_dir)) run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), false);
+  } else {
+    run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), config.get_bool("exist_ok"));
+    write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
   }
-  const auto run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), config.get_bool("exist_ok"));
-  write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
   log::info("Logging results to {}", run_dir.string());
-  throw RuntimeError(fmt::format("the training loop is not built yet; {} holds the resolved train_config.yaml",
-                                 run_dir.string()));
+  const auto outcome = train::run_training(config, run_dir);
+  if (config.get_bool("json")) fmt::print("{}\n", outcome.result.dump());
+  return outcome.exit_code;
 }
 
 }  // namespace libreyolo::cli

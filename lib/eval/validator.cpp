@@ -1,0 +1,115 @@
+#include "eval/validator.h"
+
+#include "data/val_batches.h"
+#include "eval/nms.h"
+#include "models/yolo9/model.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+namespace libreyolo::eval {
+
+at::Tensor network_input(const at::Tensor& images, const std::string& family, const c10::Device& device) {
+  at::Tensor x = images.to(device, /*non_blocking=*/true).to(at::kFloat);
+  if (family == "yolox") return x.flip(1);  // RGB -> BGR, 0-255
+  return x.div_(255.0);
+}
+
+std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const std::string& family, double confidence,
+                               double iou, int max_detections, bool multi_label) {
+  std::vector<at::Tensor> float_maps;
+  for (const auto& m : maps) float_maps.push_back(m.to(at::kFloat));
+  const Decoded decoded = family == "yolox" ? decode_yolox(float_maps, {8, 16, 32})
+                                            : decode_yolo9(float_maps, models::yolo9::kRegMax, {8, 16, 32});
+  NmsOptions options;
+  options.confidence = confidence;
+  options.iou = iou;
+  options.max_detections = max_detections;
+  options.multi_label = multi_label;
+  return non_max_suppression(decoded.boxes.cpu(), decoded.class_scores.cpu(), options);
+}
+
+Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions options)
+    : dataset_(dataset), options_(std::move(options)) {
+  for (std::size_t i = 0; i < dataset_.size(); ++i) {
+    const auto& record = dataset_.record(i);
+    image_ids_.push_back(static_cast<std::int64_t>(i));
+    for (const auto& box : record.boxes) {
+      const double w = box.w * record.width, h = box.h * record.height;
+      ground_truth_.push_back({static_cast<std::int64_t>(i), box.cls, box.cx * record.width - w / 2,
+                               box.cy * record.height - h / 2, w, h, 1.0});
+    }
+  }
+}
+
+Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward) const {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<data::ImageRecord> records;
+  for (std::size_t i = 0; i < dataset_.size(); ++i) records.push_back(dataset_.record(i));
+  const auto plan = data::plan_rect_batches(records, options_.batch_size, options_.image_size);
+  Validation out;
+  at::NoGradGuard no_grad;
+  for (std::size_t b = 0; b < plan.batches.size(); ++b) {
+    const auto& indices = plan.batches[b];
+    const cv::Size shape = plan.shapes[b];
+    std::vector<data::ValSample> samples(indices.size());
+    // letterbox in parallel: decoding is the expensive part
+    std::vector<std::thread> threads;
+    const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(options_.workers, indices.size()));
+    for (std::size_t w = 0; w < workers; ++w) {
+      threads.emplace_back([&, w] {
+        for (std::size_t i = w; i < indices.size(); i += workers) samples[i] = data::letterbox_for_validation(dataset_, indices[i], shape);
+      });
+    }
+    for (auto& t : threads) t.join();
+    at::Tensor batch = at::empty({static_cast<std::int64_t>(indices.size()), shape.height, shape.width, 3}, at::kByte);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const cv::Mat& image = samples[i].sample.image;  // BGR, continuous
+      std::memcpy(batch[static_cast<std::int64_t>(i)].data_ptr(), image.data, image.total() * image.elemSize());
+    }
+    batch = batch.permute({0, 3, 1, 2}).flip(1).contiguous();  // RGB CHW as the loader gives
+    const auto maps = forward(network_input(batch, options_.family, options_.device));
+    const auto detections = detect(maps, options_.family, options_.confidence, options_.iou, options_.max_detections, true);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const at::Tensor d = detections[i].contiguous();
+      const auto a = d.accessor<float, 2>();
+      for (std::int64_t k = 0; k < d.size(0); ++k) {
+        const data::PixelBox box = data::to_original_pixels(
+            {static_cast<int>(a[k][5]), a[k][0], a[k][1], a[k][2], a[k][3]}, samples[i]);
+        out.detections.push_back({static_cast<std::int64_t>(indices[i]), box.cls, box.x1, box.y1, box.x2 - box.x1,
+                                  box.y2 - box.y1, a[k][4]});
+      }
+    }
+  }
+  std::vector<int> categories(static_cast<std::size_t>(dataset_.class_count()));
+  std::iota(categories.begin(), categories.end(), 0);
+  out.coco = coco_evaluate(image_ids_, categories, ground_truth_, out.detections);
+  out.images = static_cast<std::int64_t>(dataset_.size());
+  out.instances = static_cast<std::int64_t>(ground_truth_.size());
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+std::string format_table(const Validation& v, const std::vector<std::string>& names) {
+  std::string text = fmt::format("{:>22}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}\n", "Class", "Images", "Instances", "P", "R",
+                                 "mAP50", "mAP50-95");
+  const auto value = [](double x) { return x < 0 ? 0.0 : x; };
+  text += fmt::format("{:>22}{:>11}{:>11}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}\n", "all", v.images, v.instances,
+                      value(v.coco.precision), value(v.coco.recall), value(v.coco.map50()), value(v.coco.map50_95()));
+  for (const auto& row : v.coco.per_class) {
+    const std::string name = row.category < static_cast<int>(names.size()) ? names[static_cast<std::size_t>(row.category)]
+                                                                             : std::to_string(row.category);
+    text += fmt::format("{:>22}{:>11}{:>11}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}\n", name, row.images, row.instances,
+                        value(row.precision), value(row.recall), value(row.map50), value(row.map50_95));
+  }
+  return text;
+}
+
+}  // namespace libreyolo::eval

@@ -1,0 +1,61 @@
+// Validation as LibreYOLO runs it during training and in `libreyolo val`: rect batches of
+// letterboxed images, the model in eval mode, decode + class-aware multi-label NMS, boxes back
+// in original pixels, then COCO metrics against the split's labels.
+#pragma once
+
+#include "data/dataset.h"
+#include "eval/coco_eval.h"
+
+#include <ATen/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace libreyolo::eval {
+
+// The network input from the loader's uint8 RGB [B, 3, H, W]: YOLOv9 takes RGB / 255, YOLOX
+// BGR 0-255 (as upstream), both float32 on `device`.
+at::Tensor network_input(const at::Tensor& images, const std::string& family, const c10::Device& device);
+
+// Per image [K, 6] (x1, y1, x2, y2, score, class) in network-input pixels.
+std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const std::string& family, double confidence,
+                               double iou, int max_detections, bool multi_label);
+
+struct ValidatorOptions {
+  std::string family;            // yolo9 | yolox
+  int batch_size = 16;
+  int image_size = 640;
+  double confidence = 0.001;
+  double iou = 0.65;
+  int max_detections = 300;
+  int workers = 2;
+  c10::Device device = c10::kCPU;
+};
+
+struct Validation {
+  CocoResult coco;
+  std::vector<CocoBox> detections;  // original pixels; image = dataset index
+  std::int64_t images = 0, instances = 0;
+  double seconds = 0;
+};
+
+class Validator {
+ public:
+  Validator(const data::DetectionDataset& dataset, ValidatorOptions options);
+  // `forward` runs the model (already in eval mode) on a network input.
+  Validation run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward) const;
+  const data::DetectionDataset& dataset() const { return dataset_; }
+
+ private:
+  const data::DetectionDataset& dataset_;
+  ValidatorOptions options_;
+  std::vector<CocoBox> ground_truth_;
+  std::vector<std::int64_t> image_ids_;
+};
+
+// Ultralytics' table: a header, "all" and one row per class with ground truth.
+std::string format_table(const Validation& validation, const std::vector<std::string>& names);
+
+}  // namespace libreyolo::eval

@@ -1,0 +1,121 @@
+#include "train/amp.h"
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace libreyolo::train {
+
+AutocastGuard::AutocastGuard(c10::DeviceType device, c10::ScalarType dtype, bool enabled)
+    : device_(device), enabled_(enabled) {
+  if (!enabled_) return;
+  was_enabled_ = at::autocast::is_autocast_enabled(device_);
+  previous_dtype_ = at::autocast::get_autocast_dtype(device_);
+  at::autocast::set_autocast_enabled(device_, true);
+  at::autocast::set_autocast_dtype(device_, dtype);
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!enabled_) return;
+  at::autocast::set_autocast_enabled(device_, was_enabled_);
+  at::autocast::set_autocast_dtype(device_, previous_dtype_);
+  at::autocast::clear_cache();
+}
+
+bool cpu_has_bf16() {
+  // LibTorch 2.11 exposes no bf16 query for the CPU; the kernel's flags say it.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line);
+    std::string flag;
+    while (words >> flag) {
+      if (flag == "avx512_bf16" || flag == "amx_bf16") return true;
+    }
+    return false;
+  }
+  return false;
+}
+
+GradScaler::GradScaler(bool enabled, double init_scale, double growth_factor, double backoff_factor,
+                       std::int64_t growth_interval)
+    : enabled_(enabled),
+      init_scale_(init_scale),
+      growth_factor_(growth_factor),
+      backoff_factor_(backoff_factor),
+      growth_interval_(growth_interval) {}
+
+void GradScaler::ensure_scale(const at::Device& device) {
+  if (scale_.defined()) return;
+  const auto options = at::TensorOptions().dtype(at::kFloat).device(device);
+  scale_ = at::full({}, pending_state_ ? pending_state_->scale : init_scale_, options);
+  growth_tracker_ = at::full({}, pending_state_ ? pending_state_->growth_tracker : 0, options.dtype(at::kInt));
+  found_inf_ = at::zeros({}, options);
+  pending_state_.reset();
+}
+
+at::Tensor GradScaler::scale(const at::Tensor& loss) {
+  if (!enabled_) return loss;
+  ensure_scale(loss.device());
+  return loss * scale_.to(loss.scalar_type());
+}
+
+void GradScaler::unscale(torch::optim::Optimizer& optimizer) {
+  if (!enabled_ || unscaled_) return;
+  ensure_scale(at::kCPU);
+  found_inf_.zero_();
+  std::vector<at::Tensor> grads;
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
+  }
+  if (!grads.empty()) {
+    const at::Tensor inverse = scale_.to(at::kDouble).reciprocal().to(at::kFloat);
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inverse);
+  }
+  unscaled_ = true;
+}
+
+bool GradScaler::step(torch::optim::Optimizer& optimizer) {
+  if (!enabled_) {
+    optimizer.step();
+    return true;
+  }
+  unscale(optimizer);
+  const bool finite = found_inf_.item<float>() == 0.0f;  // one sync per optimizer step, as PyTorch's
+  if (finite) optimizer.step();
+  return finite;
+}
+
+void GradScaler::update() {
+  if (!enabled_) return;
+  ensure_scale(at::kCPU);
+  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, growth_factor_, backoff_factor_, growth_interval_);
+  unscaled_ = false;
+}
+
+double GradScaler::current_scale() const {
+  if (!enabled_) return 1.0;
+  return scale_.defined() ? scale_.item<double>() : (pending_state_ ? pending_state_->scale : init_scale_);
+}
+
+GradScalerState GradScaler::state() const {
+  if (!scale_.defined()) return pending_state_.value_or(GradScalerState{init_scale_, 0});
+  return {scale_.item<double>(), growth_tracker_.item<std::int64_t>()};
+}
+
+void GradScaler::load_state(const GradScalerState& state) {
+  if (scale_.defined()) {
+    scale_.fill_(state.scale);
+    growth_tracker_.fill_(state.growth_tracker);
+  } else {
+    pending_state_ = state;
+  }
+}
+
+}  // namespace libreyolo::train

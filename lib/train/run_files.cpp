@@ -1,0 +1,126 @@
+#include "train/run_files.h"
+
+#include "core/atomic_file.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+
+namespace libreyolo::train {
+
+RunFiles::RunFiles(std::filesystem::path run_dir) : dir_(std::move(run_dir)) {}
+
+void RunFiles::load_previous(int first_epoch) {
+  std::ifstream in(dir_ / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      auto row = nlohmann::ordered_json::parse(line);
+      if (row.value("epoch", 0) < first_epoch) rows_.push_back(std::move(row));
+    } catch (const nlohmann::json::exception&) {
+      // a torn last line of an interrupted run: dropped
+    }
+  }
+}
+
+void RunFiles::add_epoch(const nlohmann::ordered_json& row) {
+  rows_.push_back(row);
+  write_csv();
+  write_jsonl();
+  write_svg();
+}
+
+void RunFiles::write_csv() const {
+  std::vector<std::string> columns;
+  for (const auto& row : rows_) {
+    for (const auto& item : row.items()) {
+      if (std::find(columns.begin(), columns.end(), item.key()) == columns.end()) columns.push_back(item.key());
+    }
+  }
+  std::string text;
+  for (std::size_t i = 0; i < columns.size(); ++i) text += (i ? "," : "") + columns[i];
+  text += "\n";
+  for (const auto& row : rows_) {
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      if (i) text += ",";
+      if (!row.contains(columns[i])) continue;
+      const auto& v = row.at(columns[i]);
+      if (v.is_boolean()) text += v.get<bool>() ? "1" : "0";
+      else if (v.is_number_float()) {
+        const double d = v.get<double>();
+        if (std::isfinite(d)) text += fmt::format("{:.6g}", d);  // non-finite: empty, as LibreYOLO
+      } else if (v.is_number()) text += v.dump();
+      else if (v.is_string()) text += v.get<std::string>();
+    }
+    text += "\n";
+  }
+  write_file_atomically(dir_ / "results.csv", text);
+}
+
+void RunFiles::write_jsonl() const {
+  std::string text;
+  for (const auto& row : rows_) text += row.dump() + "\n";
+  write_file_atomically(dir_ / "metrics.jsonl", text);
+}
+
+void RunFiles::write_status(const nlohmann::ordered_json& status) const {
+  write_file_atomically(dir_ / "status.json", status.dump(2) + "\n");
+}
+
+void RunFiles::write_svg() const {
+  // One panel per series: every train/* loss and the validation metrics.
+  std::vector<std::string> series;
+  for (const auto& row : rows_) {
+    for (const auto& item : row.items()) {
+      const std::string& key = item.key();
+      const bool wanted = key.rfind("train/", 0) == 0 || key == "metrics/mAP50" || key == "metrics/mAP50-95" ||
+                          key == "metrics/precision" || key == "metrics/recall";
+      if (wanted && std::find(series.begin(), series.end(), key) == series.end()) series.push_back(key);
+    }
+  }
+  const int columns = 4, panel_w = 260, panel_h = 180, margin = 36;
+  const int rows = std::max<int>(1, (static_cast<int>(series.size()) + columns - 1) / columns);
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      columns * panel_w, rows * panel_h);
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    const int x0 = static_cast<int>(s % columns) * panel_w, y0 = static_cast<int>(s / columns) * panel_h;
+    std::vector<std::pair<double, double>> points;
+    for (const auto& row : rows_) {
+      if (!row.contains(series[s]) || !row.at(series[s]).is_number()) continue;
+      const double v = row.at(series[s]).get<double>();
+      if (std::isfinite(v)) points.emplace_back(row.value("epoch", 0), v);
+    }
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{}</text>\n", x0 + margin, y0 + 16, series[s]);
+    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ccc\"/>\n",
+                       x0 + margin, y0 + 24, panel_w - margin - 10, panel_h - 50);
+    if (points.empty()) continue;
+    double xmin = points.front().first, xmax = points.back().first, ymin = points[0].second, ymax = points[0].second;
+    for (const auto& [x, y] : points) {
+      ymin = std::min(ymin, y);
+      ymax = std::max(ymax, y);
+    }
+    if (xmax == xmin) xmax = xmin + 1;
+    if (ymax == ymin) ymax = ymin + 1e-9 + std::abs(ymin) * 0.01;
+    const double w = panel_w - margin - 10, h = panel_h - 50;
+    std::string path;
+    for (const auto& [x, y] : points) {
+      path += fmt::format("{:.1f},{:.1f} ", x0 + margin + (x - xmin) / (xmax - xmin) * w,
+                          y0 + 24 + h - (y - ymin) / (ymax - ymin) * h);
+    }
+    svg += fmt::format("<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"{}\"/>\n", path);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.3g}</text>\n", x0 + margin - 2, y0 + 30, ymax);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.3g}</text>\n", x0 + margin - 2, y0 + 24 + h, ymin);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">epoch {:g}</text>\n", x0 + margin, y0 + panel_h - 10, xmin);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:g}</text>\n", x0 + panel_w - 10, y0 + panel_h - 10, xmax);
+  }
+  svg += "</svg>\n";
+  write_file_atomically(dir_ / "curves.svg", svg);
+}
+
+}  // namespace libreyolo::train

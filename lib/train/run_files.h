@@ -1,0 +1,31 @@
+// The files a training run leaves next to its weights, each written through the atomic writer:
+// results.csv (LibreYOLO's columns; rewritten whole so new columns fit), metrics.jsonl (one row
+// per epoch, same schema), status.json (state, epoch, ETA) and curves.svg (losses and metrics by
+// epoch, viewable in any browser).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <vector>
+
+namespace libreyolo::train {
+
+class RunFiles {
+ public:
+  explicit RunFiles(std::filesystem::path run_dir);
+  // Rows of an earlier run (metrics.jsonl) with epoch < `first_epoch` (1-based), for resume.
+  void load_previous(int first_epoch);
+  void add_epoch(const nlohmann::ordered_json& row);
+  void write_status(const nlohmann::ordered_json& status) const;
+  const std::vector<nlohmann::ordered_json>& rows() const { return rows_; }
+
+ private:
+  void write_csv() const;
+  void write_jsonl() const;
+  void write_svg() const;
+  std::filesystem::path dir_;
+  std::vector<nlohmann::ordered_json> rows_;
+};
+
+}  // namespace libreyolo::train
