@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <map>
 #include <unistd.h>
 
@@ -386,6 +387,20 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   SignalScope signals;
 
   double last_epoch_loss = std::nan("");
+  // Running loss sums of the current epoch; saved with a mid-epoch last.pt so that the resumed
+  // epoch reports the same means.
+  std::vector<double> loss_sums(loss_names.size(), 0.0);
+  double total_sum = 0;
+  std::int64_t seen = 0;
+  if (resume && start_batch > 0) {
+    if (const auto* partial = checkpoint->extra("epoch_partial"); partial && partial->isGenericDict()) {
+      const auto d = partial->toGenericDict();
+      seen = d.at("seen").toInt();
+      total_sum = d.at("total").toDouble();
+      const auto parts = d.at("parts").toList();
+      for (std::size_t i = 0; i < loss_sums.size() && i < parts.size(); ++i) loss_sums[i] = parts.get(i).toDouble();
+    }
+  }
   nlohmann::ordered_json last_metrics;
   const auto save_checkpoint = [&](const fs::path& path, int epoch_done, std::int64_t batches_done) {
     models::Checkpoint c;
@@ -397,7 +412,16 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
     c.model = models::state_dict(ema ? *ema_model.module : *model.module);
     for (auto& [name, tensor] : c.model) tensor = tensor.detach().cpu();
     c.set_extra("epoch", static_cast<std::int64_t>(epoch_done));
-    if (batches_done) c.set_extra("epoch_batches_done", batches_done);
+    if (batches_done) {
+      c.set_extra("epoch_batches_done", batches_done);
+      c10::impl::GenericDict partial(c10::StringType::get(), c10::AnyType::get());
+      partial.insert("seen", seen);
+      partial.insert("total", total_sum);
+      c10::impl::GenericList parts(c10::FloatType::get());
+      for (const double v : loss_sums) parts.push_back(v);
+      partial.insert("parts", parts);
+      c.set_extra("epoch_partial", partial);
+    }
     c.set_extra("optimizer", optimizer_state(*optimizer));
     c.set_extra("train_model", state_dict_value(*model.module));
     c.set_extra("is_ema_weights", static_cast<bool>(ema));
@@ -430,6 +454,10 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   status("running", start_epoch, -1);
 
   const auto forward = [&](models::DetectionModel& m, const at::Tensor& x) { return m.forward(x); };
+  // Test hook: raise SIGINT after this many batches (exercises the real signal path).
+  const char* stop_after = std::getenv("LIBREYOLO_STOP_AFTER_BATCHES");
+  const std::int64_t stop_after_batches = stop_after ? std::atoll(stop_after) : -1;
+  std::int64_t batches_this_process = 0;
   int exit_code = 0;
   int epoch = start_epoch;
   bool stopped_early = false;
@@ -443,9 +471,13 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
     const std::int64_t first_batch = epoch == start_epoch ? start_batch : 0;
     loader.start_epoch(epoch, static_cast<std::size_t>(first_batch));
     if (epoch == start_epoch || epoch % 1 == 0) progress.print_header();
-    std::vector<double> loss_sums(loss_names.size(), 0.0);
-    double total_sum = 0, wait_seconds = 0;
-    std::int64_t seen = 0, images_seen = 0, done = first_batch;
+    if (epoch != start_epoch || first_batch == 0) {
+      std::fill(loss_sums.begin(), loss_sums.end(), 0.0);
+      total_sum = 0;
+      seen = 0;
+    }
+    double wait_seconds = 0;
+    std::int64_t images_seen = 0, done = first_batch;
     const auto work_start = Clock::now();
     std::string line;
     while (true) {
@@ -513,13 +545,14 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
                            static_cast<std::size_t>(done), static_cast<std::size_t>(batches), elapsed,
                            images_seen / std::max(elapsed, 1e-9), wait_seconds / std::max(elapsed, 1e-9));
       progress.update(line, false);
+      if (++batches_this_process == stop_after_batches) std::raise(SIGINT);
       if (stop_signal && done - window_start == window) {
         progress.update(line, true);
         const bool epoch_finished = done == batches;
         save_checkpoint(weights_dir / "last.pt", epoch_finished ? epoch : epoch - 1, epoch_finished ? 0 : done);
         status("interrupted", epoch_finished ? epoch + 1 : epoch, -1);
         exit_code = stop_signal == SIGTERM ? 143 : 130;
-        log::info("{} received: saved {} (resume with model={} resume=true)", stop_signal == SIGTERM ? "SIGTERM" : "SIGINT",
+        log::warn("{} received: saved {} (resume with model={} resume=true)", stop_signal == SIGTERM ? "SIGTERM" : "SIGINT",
                   (weights_dir / "last.pt").string(), (weights_dir / "last.pt").string());
         break;
       }

@@ -40,8 +40,19 @@ int run_train(const Arguments& arguments) {
     fmt::print("{}", config::format_command_help(config::command_train));
     return 0;
   }
-  const auto config = config::Config::from_arguments(config::command_train, arguments);
+  auto config = config::Config::from_arguments(config::command_train, arguments);
   log::set_quiet(config.get_bool("quiet"));
+  if (config.get_text("resume") == "true") {
+    // The run's own train_config.yaml first, then what this command line says.
+    const auto run_config = std::filesystem::path(config.get_text("model")).parent_path().parent_path() / "train_config.yaml";
+    if (!std::filesystem::exists(run_config)) {
+      throw UsageError(fmt::format("resume=true: {} not found; give model=runs/train/<run>/weights/last.pt",
+                                   run_config.string()));
+    }
+    Arguments with_run{"cfg=" + run_config.string()};
+    with_run.insert(with_run.end(), arguments.begin(), arguments.end());
+    config = config::Config::from_arguments(config::command_train, with_run);
+  }
   for (const auto& note : config.notes()) log::info("{}", note);
   require_data_argument(config.get_text("data"));
   if (config.get_bool("dry_run")) {  // LibreYOLO: print the resolved configuration, load nothing
