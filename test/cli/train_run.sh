@@ -25,6 +25,19 @@ expect_exit 0 info model="$run/weights/last.pt" --json
 expect_in "$WORK/out" '"model":"YOLOv9-t"'
 expect_in "$WORK/out" '"nc":4'
 
+# val on the result: the table, --json metrics, COCO-format predictions.json
+expect_exit 0 val model="$run/weights/best.pt" data=ds/data.yaml imgsz=64 batch=4 conf=0.000001 save_json=true name=v --json
+expect_in "$WORK/out" '"metrics/mAP50-95"'
+expect_in "$WORK/err" "Class     Images  Instances"
+[ -s runs/val/v/predictions.json ] || fail "no predictions.json"
+expect_in runs/val/v/predictions.json '"category_id"'
+
+# predict: drawn images and YOLO txt rows for each source image
+expect_exit 0 predict model="$run/weights/last.pt" source=ds/images/val imgsz=64 conf=0.000001 name=p
+n=$(ls runs/predict/p/*.jpg 2>/dev/null | wc -l)
+[ "$n" -eq 8 ] || fail "predict wrote $n images, expected 8"
+[ -d runs/predict/p/labels ] || fail "no labels folder"
+
 # YOLOX trains too (SimOTA, L1 term in the no-augmentation epochs)
 expect_exit 0 train model=yolox-n data=ds/data.yaml epochs=2 no_aug_epochs=1 batch=8 imgsz=64 workers=1 \
   project=runs name=x quiet=true

@@ -11,6 +11,8 @@ using Arguments = std::vector<std::string>;
 int run_checks(const Arguments& arguments);   // checks / version
 int run_cfg(const Arguments& arguments);      // print the resolved option table
 int run_train(const Arguments& arguments);
+int run_val(const Arguments& arguments);      // COCO metrics of a model on a split
+int run_predict(const Arguments& arguments);  // detections on images, drawn + YOLO txt
 int run_data(const Arguments& arguments);        // data check|preview|bench|synth
 int run_data_bench(const Arguments& arguments);  // data bench
 int run_info(const Arguments& arguments);        // model summary

@@ -1,0 +1,97 @@
+// `libreyolo val model=... data=...`: COCO metrics of a model on a split, Ultralytics' table on
+// stderr, optional COCO-format predictions.json, --json for the metrics object.
+#include "commands.h"
+#include "core/atomic_file.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/run_dir.h"
+#include "data/training_data.h"
+#include "eval/validator.h"
+#include "models/checkpoint.h"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+
+namespace libreyolo::cli {
+
+namespace {
+
+c10::Device device_of(const std::string& text) {
+  if (text == "cpu") return c10::kCPU;
+  if (text == "auto" || text.empty()) return torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  const std::string index = text.rfind("cuda:", 0) == 0 ? text.substr(5) : text;
+  if (!torch::cuda::is_available()) throw UsageError(fmt::format("device={}: no CUDA device here; use device=cpu", text));
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(std::stoi(index)));
+}
+
+}  // namespace
+
+int run_val(const Arguments& arguments) {
+  const auto config = config::Config::from_arguments(config::command_val, arguments);
+  log::set_quiet(config.get_bool("quiet"));
+  if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo val model=best.pt data=coco128");
+  const auto spec = data::load_dataset_spec(config.get_text("data"));
+  const std::string split = config.get_text("split");
+  if (spec.split(split).empty()) throw DataError(fmt::format("{}: no '{}' split", spec.yaml_file.string(), split));
+  auto loaded = models::load_model(config.get_text("model"), spec.class_count());
+  if (loaded.class_count != spec.class_count()) {
+    throw ModelError(fmt::format("{} predicts {} classes but {} has {}", config.get_text("model"), loaded.class_count,
+                                 spec.yaml_file.string(), spec.class_count()));
+  }
+  auto scan = data::scan_split(spec, split, static_cast<int>(config.get_int("workers")));
+  const int image_size = config.source("imgsz") == config::Source::table_default && loaded.image_size > 0
+                             ? loaded.image_size : config.get_image_size("imgsz").height;
+  const data::DetectionDataset dataset(std::move(scan.images), spec.class_count(), image_size, data::CacheMode::none);
+  const c10::Device device = device_of(config.get_text("device"));
+  loaded.model.module->to(device);
+  loaded.model.module->eval();
+  const eval::Validator validator(dataset, {.family = loaded.name.family,
+                                            .batch_size = static_cast<int>(std::max<std::int64_t>(1, config.get_int("batch"))),
+                                            .image_size = image_size,
+                                            .confidence = config.is_none("conf") ? 0.001 : config.get_real("conf"),
+                                            .iou = config.is_none("iou") ? 0.6 : config.get_real("iou"),
+                                            .max_detections = static_cast<int>(config.get_int("max_det")),
+                                            .workers = static_cast<int>(std::max<std::int64_t>(1, config.get_int("workers"))),
+                                            .device = device});
+  const auto result = validator.run([&](const at::Tensor& x) { return loaded.model.forward(x); });
+  if (!config.get_bool("quiet")) fmt::print(stderr, "{}", eval::format_table(result, spec.names));
+  log::info("Speed: {:.1f} ms per image ({} images in {:.1f}s)", 1000 * result.seconds / std::max<std::int64_t>(1, result.images),
+            result.images, result.seconds);
+  const auto& c = result.coco;
+  nlohmann::ordered_json out = {{"model", loaded.model.display_name},
+                                {"data", spec.yaml_file.string()},
+                                {"split", split},
+                                {"images", result.images},
+                                {"instances", result.instances},
+                                {"metrics/mAP50-95", c.map50_95()},
+                                {"metrics/mAP50", c.map50()},
+                                {"metrics/mAP75", c.map75()},
+                                {"metrics/precision", c.precision},
+                                {"metrics/recall", c.recall},
+                                {"stats", c.stats}};
+  if (config.get_bool("save_json")) {
+    const std::string project = config.source("project") == config::Source::table_default ? "runs/val" : config.get_text("project");
+    const auto run_dir = create_run_dir(project, config.get_text("name"), config.get_bool("exist_ok"));
+    nlohmann::json predictions = nlohmann::json::array();
+    for (const auto& d : result.detections) {
+      const auto& record = dataset.record(static_cast<std::size_t>(d.image));
+      const std::string stem = record.image.stem().string();
+      const bool numeric = !stem.empty() && std::all_of(stem.begin(), stem.end(), ::isdigit);
+      nlohmann::json entry = {{"image_id", numeric ? nlohmann::json(std::stoll(stem)) : nlohmann::json(stem)},
+                              {"category_id", d.category},
+                              {"bbox", {std::round(d.x * 1000) / 1000, std::round(d.y * 1000) / 1000,
+                                        std::round(d.w * 1000) / 1000, std::round(d.h * 1000) / 1000}},
+                              {"score", std::round(d.score * 100000) / 100000}};
+      predictions.push_back(entry);
+    }
+    write_file_atomically(run_dir / "predictions.json", predictions.dump());
+    log::info("Saved {} ({} detections)", (run_dir / "predictions.json").string(), result.detections.size());
+    out["predictions"] = (run_dir / "predictions.json").string();
+  }
+  if (config.get_bool("json")) fmt::print("{}\n", out.dump());
+  return 0;
+}
+
+}  // namespace libreyolo::cli
