@@ -59,7 +59,14 @@ def reference(model, imgsz, batch, amp_dtype, yaml, work):
     args = [REFERENCE, "train", f"model={model}", f"data={yaml}", "epochs=1", f"batch={batch}", f"imgsz={imgsz}",
             "workers=2", "val=false", "pretrained=false", "device=cpu", "project=runs", "name=ref", "exist_ok=true",
             "amp=false" if amp_dtype == "none" else "amp=true"]
-    return {"wall_s": run(args, work)}
+    wall = run(args, work)
+    out = {"wall_s": wall}
+    # the reference's own record of the epoch (metrics.jsonl `time`: seconds since training began)
+    for path in sorted((work / "runs").glob("ref*/metrics.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if rows and "time" in rows[-1]:
+            out["epoch_s"] = float(rows[-1]["time"])
+    return out
 
 
 def main():
@@ -85,13 +92,14 @@ def main():
                         runs["reference"].append(reference(model, imgsz, args.batch, args.amp_dtype, yaml, work))
                         print(json.dumps({"impl": "reference", "model": model, "imgsz": imgsz, "run": r,
                                           **runs["reference"][-1]}), flush=True)
-                med = lambda rows, key: statistics.median(row[key] for row in rows) if rows else None
+                med = lambda rows, key: statistics.median(row[key] for row in rows) if rows else None  # noqa: E731
                 entry = {"model": model, "imgsz": imgsz, "batch": args.batch, "amp_dtype": args.amp_dtype,
                          "images": 128, "repeat": args.repeat,
                          "ours_wall_s": med(runs["ours"], "wall_s"), "ours_epoch_s": med(runs["ours"], "epoch_s"),
                          "ours_img_per_s": 128 / med(runs["ours"], "epoch_s"),
                          "ours_data_wait_share": med(runs["ours"], "data_wait_share"),
-                         "reference_wall_s": med(runs["reference"], "wall_s")}
+                         "reference_wall_s": med(runs["reference"], "wall_s"),
+                         "reference_epoch_s": med([r for r in runs["reference"] if "epoch_s" in r], "epoch_s")}
                 summary.append(entry)
                 print(json.dumps({"summary": entry}), flush=True)
     return 0
