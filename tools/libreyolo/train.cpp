@@ -59,6 +59,8 @@ int run_train(const Arguments& arguments) {
     fmt::print("{}", config.to_yaml());
     return 0;
   }
+  // A wrong data= fails here, before a run folder is made.
+  (void)data::load_dataset_spec(config.get_text("data"));
   const bool resume = config.get_text("resume") == "true";
   std::filesystem::path run_dir;
   if (resume) {  // continue in the checkpoint's run folder: runs/train/exp/weights/last.pt -> runs/train/exp
