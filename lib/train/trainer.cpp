@@ -59,6 +59,8 @@ struct SignalScope {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+}  // namespace
+
 c10::Device resolve_device(const std::string& text) {
   std::string d = text;
   if (d == "auto" || d.empty()) return torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
@@ -79,6 +81,8 @@ c10::Device resolve_device(const std::string& text) {
     throw UsageError(fmt::format("device={} is not cpu, auto, a GPU index (0) or cuda:N", text));
   }
 }
+
+namespace {
 
 bool cuda_supports_bf16(const c10::Device& device) {
   // Ampere (compute capability 8) and later run bfloat16 natively.

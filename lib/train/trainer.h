@@ -8,11 +8,16 @@
 
 #include "core/config.h"
 
+#include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 
 namespace libreyolo::train {
+
+// device= as users write it: auto (first GPU, else CPU), cpu, 0, cuda:1. Throws UsageError for
+// a missing GPU or a list (multi-GPU runs are launched differently).
+c10::Device resolve_device(const std::string& text);
 
 struct TrainOutcome {
   nlohmann::ordered_json result;  // the final result object (--json prints it)

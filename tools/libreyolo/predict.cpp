@@ -12,6 +12,7 @@
 #include "data/image_io.h"
 #include "eval/validator.h"
 #include "models/checkpoint.h"
+#include "train/trainer.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -36,6 +37,8 @@ int run_predict(const Arguments& arguments) {
   if (images.empty()) throw DataError(fmt::format("source={}: no images found", source));
   auto loaded = models::load_model(config.get_text("model"), static_cast<int>(config.get_int("nc")));
   auto& model = loaded.model;
+  const c10::Device device = train::resolve_device(config.get_text("device"));
+  model.module->to(device);
   model.module->eval();
   const int size = config.source("imgsz") == config::Source::table_default && loaded.image_size > 0
                        ? loaded.image_size : config.get_image_size("imgsz").height;
@@ -64,7 +67,7 @@ int run_predict(const Arguments& arguments) {
     cv::copyMakeBorder(resized, boxed, top, height - resized.rows - top, left, width - resized.cols - left,
                        cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
     at::Tensor input = at::from_blob(boxed.data, {1, height, width, 3}, at::kByte).permute({0, 3, 1, 2}).flip(1).contiguous();
-    const auto maps = model.forward(eval::network_input(input, loaded.name.family, c10::kCPU));
+    const auto maps = model.forward(eval::network_input(input, loaded.name.family, device));
     const at::Tensor d = eval::detect(maps, loaded.name.family, conf, iou, static_cast<int>(config.get_int("max_det")), false)[0];
     const auto a = d.accessor<float, 2>();
     cv::Mat drawn = image.clone();

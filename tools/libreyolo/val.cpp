@@ -9,24 +9,13 @@
 #include "data/training_data.h"
 #include "eval/validator.h"
 #include "models/checkpoint.h"
+#include "train/trainer.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
-#include <torch/cuda.h>
 
 namespace libreyolo::cli {
 
-namespace {
-
-c10::Device device_of(const std::string& text) {
-  if (text == "cpu") return c10::kCPU;
-  if (text == "auto" || text.empty()) return torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
-  const std::string index = text.rfind("cuda:", 0) == 0 ? text.substr(5) : text;
-  if (!torch::cuda::is_available()) throw UsageError(fmt::format("device={}: no CUDA device here; use device=cpu", text));
-  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(std::stoi(index)));
-}
-
-}  // namespace
 
 int run_val(const Arguments& arguments) {
   const auto config = config::Config::from_arguments(config::command_val, arguments);
@@ -44,7 +33,7 @@ int run_val(const Arguments& arguments) {
   const int image_size = config.source("imgsz") == config::Source::table_default && loaded.image_size > 0
                              ? loaded.image_size : config.get_image_size("imgsz").height;
   const data::DetectionDataset dataset(std::move(scan.images), spec.class_count(), image_size, data::CacheMode::none);
-  const c10::Device device = device_of(config.get_text("device"));
+  const c10::Device device = train::resolve_device(config.get_text("device"));
   loaded.model.module->to(device);
   loaded.model.module->eval();
   const eval::Validator validator(dataset, {.family = loaded.name.family,
