@@ -4,6 +4,7 @@
 
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <fmt/format.h>
 #include <torch/csrc/cuda/nccl.h>
@@ -26,6 +27,11 @@ std::string cudnn_version_text(long version) {
 }
 
 }  // namespace
+
+std::uint64_t cuda_reserved_bytes(int device) {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  return static_cast<std::uint64_t>(stats.reserved_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current);
+}
 
 CudaInfo query_cuda_info() {
   CudaInfo info;

@@ -29,4 +29,8 @@ struct CudaInfo {
 
 CudaInfo query_cuda_info();
 
+// Memory the caching allocator holds on `device` (what Ultralytics' GPU_mem column shows), in
+// bytes; 0 without CUDA.
+std::uint64_t cuda_reserved_bytes(int device);
+
 }  // namespace libreyolo::cuda

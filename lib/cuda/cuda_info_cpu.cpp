@@ -3,6 +3,8 @@
 
 namespace libreyolo::cuda {
 
+std::uint64_t cuda_reserved_bytes(int) { return 0; }
+
 CudaInfo query_cuda_info() {
   CudaInfo info;
   info.device_error = "this build has no CUDA";

@@ -544,7 +544,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
       std::vector<double> means;
       for (const double s : loss_sums) means.push_back(s / seen);
       const double elapsed = seconds_since(work_start);
-      const double memory = device.is_cuda() ? 0.0 : 0.0;
+      const double memory = device.is_cuda() ? cuda::cuda_reserved_bytes(device.index()) / 1e9 : 0.0;
       line = progress.line(epoch + 1, epochs, memory, means, batch->targets.size(0), static_cast<int>(x.size(3)),
                            static_cast<std::size_t>(done), static_cast<std::size_t>(batches), elapsed,
                            images_seen / std::max(elapsed, 1e-9), wait_seconds / std::max(elapsed, 1e-9));
