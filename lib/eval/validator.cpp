@@ -38,6 +38,9 @@ std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const std::s
 
 Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions options)
     : dataset_(dataset), options_(std::move(options)) {
+  std::vector<data::ImageRecord> records;
+  for (std::size_t i = 0; i < dataset_.size(); ++i) records.push_back(dataset_.record(i));
+  plan_ = data::plan_rect_batches(records, options_.batch_size, options_.image_size);
   for (std::size_t i = 0; i < dataset_.size(); ++i) {
     const auto& record = dataset_.record(i);
     image_ids_.push_back(static_cast<std::int64_t>(i));
@@ -51,9 +54,7 @@ Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions opt
 
 Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward) const {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<data::ImageRecord> records;
-  for (std::size_t i = 0; i < dataset_.size(); ++i) records.push_back(dataset_.record(i));
-  const auto plan = data::plan_rect_batches(records, options_.batch_size, options_.image_size);
+  const auto& plan = plan_;
   Validation out;
   at::NoGradGuard no_grad;
   for (std::size_t b = 0; b < plan.batches.size(); ++b) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "data/dataset.h"
+#include "data/val_batches.h"
 #include "eval/coco_eval.h"
 
 #include <ATen/Tensor.h>
@@ -53,6 +54,7 @@ class Validator {
   ValidatorOptions options_;
   std::vector<CocoBox> ground_truth_;
   std::vector<std::int64_t> image_ids_;
+  data::RectBatchPlan plan_;  // the batches depend only on the image sizes: planned once
 };
 
 // Ultralytics' table: a header, "all" and one row per class with ground truth.

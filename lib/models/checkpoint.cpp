@@ -252,7 +252,7 @@ ModelName identify_model(const std::string& spec) {
   return name;
 }
 
-LoadedModel load_model(const std::string& spec, int class_count) {
+LoadedModel load_model(const std::string& spec, int class_count, std::optional<Checkpoint>* checkpoint_out) {
   const ModelName name = parse_model_name(spec);
   LoadedModel loaded;
   if (!name.is_file) {
@@ -262,7 +262,7 @@ LoadedModel load_model(const std::string& spec, int class_count) {
     return loaded;
   }
   const std::filesystem::path path = resolve_weights_path(spec, name);
-  const Checkpoint checkpoint = read_checkpoint(path, name);
+  Checkpoint checkpoint = read_checkpoint(path, name);
   loaded.name.family = checkpoint.family;
   loaded.name.size = checkpoint.size;
   loaded.name.is_file = true;
@@ -278,6 +278,7 @@ LoadedModel load_model(const std::string& spec, int class_count) {
     throw ModelError(fmt::format("{}: the weights do not fit {} with nc={}: {}", path.string(),
                                  loaded.model.display_name, checkpoint.class_count, e.what()));
   }
+  if (checkpoint_out) *checkpoint_out = std::move(checkpoint);
   return loaded;
 }
 

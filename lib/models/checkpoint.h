@@ -10,6 +10,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,7 +69,8 @@ struct LoadedModel {
 // `model=` as users write it: yolo9-s / yolox-s (from scratch with `class_count` classes), a
 // path to a .pt / .safetensors file, or a LibreYOLO weight name (LibreYOLO9s.pt), looked up as
 // given and then under weights/. A missing file is a ModelError (exit 4) saying where the
-// official weights are published.
-LoadedModel load_model(const std::string& spec, int class_count);
+// official weights are published. With `checkpoint`, a weights file's contents (extras included)
+// are handed back too, so callers need not read it again.
+LoadedModel load_model(const std::string& spec, int class_count, std::optional<Checkpoint>* checkpoint = nullptr);
 
 }  // namespace libreyolo::models

@@ -46,28 +46,45 @@ const char* name_of_dtype(at::ScalarType type) {
 
 }  // namespace
 
-std::map<std::string, at::Tensor> read_safetensors(const fs::path& path) {
-  std::ifstream stream(path, std::ios::binary | std::ios::ate);
-  if (!stream) throw ModelError(fmt::format("{}: cannot open weights file", path.string()));
-  const auto file_size = static_cast<std::uint64_t>(stream.tellg());
-  stream.seekg(0);
+namespace {
+
+struct OpenedFile {
+  std::ifstream stream;
+  nlohmann::json header;
+  std::uint64_t data_start = 0, data_size = 0;
+};
+
+// Opens a safetensors file and parses its JSON header; the stream stays open for the data.
+OpenedFile open_safetensors(const fs::path& path) {
+  OpenedFile file;
+  file.stream.open(path, std::ios::binary | std::ios::ate);
+  if (!file.stream) throw ModelError(fmt::format("{}: cannot open weights file", path.string()));
+  const auto file_size = static_cast<std::uint64_t>(file.stream.tellg());
+  file.stream.seekg(0);
   std::uint64_t header_size = 0;
-  stream.read(reinterpret_cast<char*>(&header_size), 8);
-  if (!stream || file_size < 8 || header_size > file_size - 8) {
+  file.stream.read(reinterpret_cast<char*>(&header_size), 8);
+  if (!file.stream || file_size < 8 || header_size > file_size - 8) {
     throw ModelError(fmt::format("{}: not a safetensors file (bad header length)", path.string()));
   }
   std::string header(header_size, '\0');
-  stream.read(header.data(), static_cast<std::streamsize>(header_size));
-  nlohmann::json json;
+  file.stream.read(header.data(), static_cast<std::streamsize>(header_size));
   try {
-    json = nlohmann::json::parse(header);
+    file.header = nlohmann::json::parse(header);
   } catch (const nlohmann::json::exception& error) {
     throw ModelError(fmt::format("{}: not a safetensors file (header: {})", path.string(), error.what()));
   }
-  const std::uint64_t data_start = 8 + header_size;
-  const std::uint64_t data_size = file_size - data_start;
+  file.data_start = 8 + header_size;
+  file.data_size = file_size - file.data_start;
+  return file;
+}
+
+}  // namespace
+
+std::map<std::string, at::Tensor> read_safetensors(const fs::path& path) {
+  OpenedFile file = open_safetensors(path);
+  std::ifstream& stream = file.stream;
   std::map<std::string, at::Tensor> tensors;
-  for (const auto& [name, entry] : json.items()) {
+  for (const auto& [name, entry] : file.header.items()) {
     if (name == "__metadata__") continue;
     try {
       const auto type = dtype_from_name(entry.at("dtype").get<std::string>(), path, name);
@@ -75,10 +92,10 @@ std::map<std::string, at::Tensor> read_safetensors(const fs::path& path) {
       const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
       at::Tensor tensor = at::empty(shape, at::TensorOptions().dtype(type));
       const std::uint64_t bytes = static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
-      if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] > data_size || offsets[1] - offsets[0] != bytes) {
+      if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] > file.data_size || offsets[1] - offsets[0] != bytes) {
         throw ModelError(fmt::format("{}: tensor '{}' has a byte range that does not fit its shape", path.string(), name));
       }
-      stream.seekg(static_cast<std::streamoff>(data_start + offsets[0]));
+      stream.seekg(static_cast<std::streamoff>(file.data_start + offsets[0]));
       stream.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(bytes));
       if (!stream) throw ModelError(fmt::format("{}: truncated data for tensor '{}'", path.string(), name));
       tensors.emplace(name, tensor);
@@ -90,27 +107,12 @@ std::map<std::string, at::Tensor> read_safetensors(const fs::path& path) {
 }
 
 std::map<std::string, std::string> read_safetensors_metadata(const fs::path& path) {
-  std::ifstream stream(path, std::ios::binary | std::ios::ate);
-  if (!stream) throw ModelError(fmt::format("{}: cannot open weights file", path.string()));
-  const auto file_size = static_cast<std::uint64_t>(stream.tellg());
-  stream.seekg(0);
-  std::uint64_t header_size = 0;
-  stream.read(reinterpret_cast<char*>(&header_size), 8);
-  if (!stream || file_size < 8 || header_size > file_size - 8) {
-    throw ModelError(fmt::format("{}: not a safetensors file (bad header length)", path.string()));
-  }
-  std::string header(header_size, '\0');
-  stream.read(header.data(), static_cast<std::streamsize>(header_size));
+  const OpenedFile file = open_safetensors(path);
   std::map<std::string, std::string> metadata;
-  try {
-    const nlohmann::json json = nlohmann::json::parse(header);
-    if (json.contains("__metadata__")) {
-      for (const auto& [key, value] : json.at("__metadata__").items()) {
-        if (value.is_string()) metadata.emplace(key, value.get<std::string>());
-      }
+  if (file.header.contains("__metadata__") && file.header.at("__metadata__").is_object()) {
+    for (const auto& [key, value] : file.header.at("__metadata__").items()) {
+      if (value.is_string()) metadata.emplace(key, value.get<std::string>());
     }
-  } catch (const nlohmann::json::exception& error) {
-    throw ModelError(fmt::format("{}: not a safetensors file (header: {})", path.string(), error.what()));
   }
   return metadata;
 }

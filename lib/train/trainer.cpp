@@ -109,7 +109,7 @@ std::size_t load_matching(torch::nn::Module& module, const models::NamedTensors&
 
 c10::IValue state_dict_value(torch::nn::Module& module) {
   c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
-  for (const auto& [name, tensor] : models::state_dict(module)) dict.insert(name, tensor.detach().cpu());
+  for (const auto& [name, tensor] : models::state_dict(module)) dict.insert(name, tensor);
   return dict;
 }
 
@@ -222,9 +222,8 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
 
   // ------------------------------------------------------------------ model
   const std::string model_spec = config.get_text("model");
-  models::LoadedModel loaded = models::load_model(model_spec, class_count);
   std::optional<models::Checkpoint> checkpoint;
-  if (!loaded.weights.empty()) checkpoint = models::read_checkpoint(loaded.weights, loaded.name);
+  models::LoadedModel loaded = models::load_model(model_spec, class_count, &checkpoint);
   if (loaded.class_count != class_count) {  // pretrained weights for another class count: keep the backbone
     const auto pretrained = models::state_dict(*loaded.model.module);
     loaded.model = models::build_model(loaded.name, class_count);
@@ -413,8 +412,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
     c.class_count = class_count;
     c.names = names;
     c.image_size = image_size;
-    c.model = models::state_dict(ema ? *ema_model.module : *model.module);
-    for (auto& [name, tensor] : c.model) tensor = tensor.detach().cpu();
+    c.model = models::state_dict(ema ? *ema_model.module : *model.module);  // written detached, on the CPU
     c.set_extra("epoch", static_cast<std::int64_t>(epoch_done));
     if (batches_done) {
       c.set_extra("epoch_batches_done", batches_done);
@@ -457,7 +455,6 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   };
   status("running", start_epoch, -1);
 
-  const auto forward = [&](models::DetectionModel& m, const at::Tensor& x) { return m.forward(x); };
   // Test hook: raise SIGINT after this many batches (exercises the real signal path).
   const char* stop_after = std::getenv("LIBREYOLO_STOP_AFTER_BATCHES");
   const std::int64_t stop_after_batches = stop_after ? std::atoll(stop_after) : -1;
@@ -474,7 +471,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
     model.module->train();
     const std::int64_t first_batch = epoch == start_epoch ? start_batch : 0;
     loader.start_epoch(epoch, static_cast<std::size_t>(first_batch));
-    if (epoch == start_epoch || epoch % 1 == 0) progress.print_header();
+    progress.print_header();
     if (epoch != start_epoch || first_batch == 0) {
       std::fill(loss_sums.begin(), loss_sums.end(), 0.0);
       total_sum = 0;
@@ -495,28 +492,23 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
       const std::int64_t window_start = (done / accumulate) * accumulate;
       const std::int64_t window = std::min<std::int64_t>(accumulate, batches - window_start);
       if (done == window_start) optimizer->zero_grad(/*set_to_none=*/true);
-      at::Tensor total;
-      std::vector<at::Tensor> parts;
+      models::LossTerms terms;
       {
         AutocastGuard guard(device.type(), amp_dtype, autocast);
-        const auto maps = forward(model, x);
-        if (family == "yolox") {
-          auto terms = models::yolox::loss(maps, targets, yolox_loss);
-          total = terms.total;
-          for (const auto& n : loss_names) parts.push_back(terms.part(n));
-        } else {
-          auto terms = models::yolo9::loss(maps, targets, yolo9_loss);
-          total = terms.total;
-          for (const auto& n : loss_names) parts.push_back(terms.part(n));
-        }
+        const auto maps = model.forward(x);
+        terms = family == "yolox" ? models::yolox::loss(maps, targets, yolox_loss)
+                                  : models::yolo9::loss(maps, targets, yolo9_loss);
       }
+      const at::Tensor& total = terms.total;
+      std::vector<at::Tensor> parts;
+      for (const auto& n : loss_names) parts.push_back(terms.part(n));
       // one transfer for the logged values (the only sync of a step)
       std::vector<at::Tensor> logged{total.detach().reshape({}).to(at::kFloat)};
       for (const auto& p : parts) logged.push_back(p.reshape({}).to(at::kFloat));
       const at::Tensor values = at::stack(logged).cpu();
       const double loss_value = values[0].item<double>();
       if (!std::isfinite(loss_value)) {
-        save_checkpoint(weights_dir / "last.pt", epoch - 1, first_batch == done ? first_batch : done);
+        save_checkpoint(weights_dir / "last.pt", epoch - 1, done);
         status("failed", epoch, -1);
         throw RuntimeError(fmt::format("training diverged: the loss is {} at epoch {}, batch {}; {} holds the weights "
                                        "from before this step. Lower lr0, check the labels, or train in float32 (amp=false)",
@@ -596,8 +588,9 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
         best_map50 = validation->coco.map50();
         best_epoch = epoch + 1;
       }
-      if (!config.get_bool("quiet")) fmt::print(stderr, "{}", eval::format_table(*validation, names));
-      log::to_file(eval::format_table(*validation, names));
+      const std::string table = eval::format_table(*validation, names);
+      if (!config.get_bool("quiet")) fmt::print(stderr, "{}", table);
+      log::to_file(table);
       log::info("Validation - mAP50: {:.4f}, mAP50-95: {:.4f} ({:.1f}s)", validation->coco.map50(), metric, validation->seconds);
     }
     row["is_best"] = is_best;

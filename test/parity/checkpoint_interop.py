@@ -25,7 +25,7 @@ except ImportError as error:
     sys.exit(77)
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from make_reference import hook_head, raw_outputs  # noqa: E402
+from make_reference import head_maps  # noqa: E402
 
 MODELS = [("yolox", "n", 416), ("yolo9", "t", 640)]
 
@@ -37,23 +37,7 @@ def build(family, size):
 
 
 def eval_outputs(family, model, images):
-    captured = {}
-
-    def keep(name):
-        def hook(_module, _inputs, output):
-            captured[name] = output.detach().clone()
-        return hook
-
-    hook_head(family, model, keep)
-    model.eval()
-    with torch.no_grad():
-        model(images)
-    out = []
-    for parts in raw_outputs(family, model, captured):
-        if family == "yolox":
-            parts = (parts[0], parts[1].sigmoid(), parts[2].sigmoid())
-        out.append(torch.cat(parts, 1))
-    return out
+    return head_maps(family, model, images, train=False)
 
 
 def write(work):

@@ -24,8 +24,9 @@ int main(int argc, char** argv) {
     NamedTensors ours{{"input", reference.at("input")}};
     for (const auto& [family, size] : {std::pair{"yolox", "n"}, std::pair{"yolo9", "t"}}) {
       const std::string from = fmt::format("{}/py-{}-{}.pt", dir, family, size);
-      LoadedModel loaded = load_model(from, /*class_count=*/1);  // nc comes from the file
-      const Checkpoint checkpoint = read_checkpoint(from);
+      std::optional<Checkpoint> read;
+      LoadedModel loaded = load_model(from, /*class_count=*/1, &read);  // nc comes from the file
+      const Checkpoint& checkpoint = *read;
       fmt::print("{}: {} nc={} imgsz={} names[0]={} extras:", from, loaded.model.display_name, loaded.class_count,
                  checkpoint.image_size, loaded.names.at(0));
       for (const auto& [key, value] : checkpoint.extras) fmt::print(" {}", key);

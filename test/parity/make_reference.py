@@ -27,14 +27,39 @@ def raw_outputs(family, model, captured):
 
 
 def hook_head(family, model, keep):
+    handles = []
     for level in range(3):
         if family == "yolox":
-            model.head.reg_preds[level].register_forward_hook(keep(f"reg{level}"))
-            model.head.obj_preds[level].register_forward_hook(keep(f"obj{level}"))
-            model.head.cls_preds[level].register_forward_hook(keep(f"cls{level}"))
+            modules = [(model.head.reg_preds[level], "reg"), (model.head.obj_preds[level], "obj"),
+                       (model.head.cls_preds[level], "cls")]
         else:
-            model.head.cv2[level].register_forward_hook(keep(f"box{level}"))
-            model.head.cv3[level].register_forward_hook(keep(f"cls{level}"))
+            modules = [(model.head.cv2[level], "box"), (model.head.cv3[level], "cls")]
+        handles += [m.register_forward_hook(keep(f"{name}{level}")) for m, name in modules]
+    return handles
+
+
+def head_maps(family, model, images, train):
+    """The raw per-level head maps our C++ models return for `images` in eval or train mode
+    (YOLOX eval: objectness and classes through sigmoid, as upstream)."""
+    captured = {}
+
+    def keep(name):
+        def hook(_module, _inputs, output):
+            captured[name] = output.detach().clone()
+        return hook
+
+    handles = hook_head(family, model, keep)
+    model.train(train)
+    with torch.no_grad():
+        model(images)
+    for handle in handles:
+        handle.remove()
+    maps = []
+    for parts in raw_outputs(family, model, captured):
+        if family == "yolox" and not train:
+            parts = (parts[0], parts[1].sigmoid(), parts[2].sigmoid())
+        maps.append(torch.cat(parts, 1))
+    return maps
 
 
 def reference(family: str, size: str, out: pathlib.Path) -> None:
@@ -50,31 +75,12 @@ def reference(family: str, size: str, out: pathlib.Path) -> None:
                 module.running_var.uniform_(0.5, 1.5)
                 module.weight.uniform_(0.5, 1.5)
                 module.bias.uniform_(-0.2, 0.2)
-    captured = {}
-
-    def keep(name):
-        def hook(_module, _inputs, output):
-            captured[name] = output.detach().clone()
-        return hook
-
-    hook_head(family, model, keep)
-
     weights = {name: tensor.clone() for name, tensor in model.state_dict().items()}
     images = torch.rand(2, 3, 96, 128)
     tensors = {"input": images}
-    model.eval()
-    with torch.no_grad():
-        model(images)
-    for level, parts in enumerate(raw_outputs(family, model, captured)):
-        # YOLOX's eval output has objectness and classes through sigmoid; YOLOv9's raw maps do not.
-        if family == "yolox":
-            parts = (parts[0], parts[1].sigmoid(), parts[2].sigmoid())
-        tensors[f"eval{level}"] = torch.cat(parts, 1)
-    model.train()
-    with torch.no_grad():
-        model(images)
-    for level, parts in enumerate(raw_outputs(family, model, captured)):
-        tensors[f"train{level}"] = torch.cat(parts, 1)
+    for mode, train in (("eval", False), ("train", True)):
+        for level, maps in enumerate(head_maps(family, model, images, train)):
+            tensors[f"{mode}{level}"] = maps
     save_file(weights, str(out / f"{family}-{size}.weights.safetensors"))
     save_file(tensors, str(out / f"{family}-{size}.io.safetensors"))
     print(f"{family}-{size}: {sum(p.numel() for p in model.parameters())} parameters, {len(weights)} state-dict entries")

@@ -7,16 +7,8 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
-#include <stdexcept>
 
 namespace libreyolo::models::yolo9 {
-
-const at::Tensor& LossTerms::part(const std::string& name) const {
-  for (const auto& [key, value] : parts) {
-    if (key == name) return value;
-  }
-  throw std::out_of_range("no loss term named " + name);
-}
 
 TalAssignment tal_assign(const at::Tensor& class_logits_in, const at::Tensor& boxes_in, const at::Tensor& centres,
                          const at::Tensor& strides, const TargetBatch& targets, const TalOptions& options) {

@@ -3,6 +3,7 @@
 // work over [B, G, A]; nothing loops over boxes on the host and nothing reads a value back.
 #pragma once
 
+#include "models/loss_terms.h"
 #include "models/targets.h"
 
 #include <ATen/Tensor.h>
@@ -43,13 +44,9 @@ struct LossOptions {
   TalOptions tal;
 };
 
-// Loss terms: `total` carries the gradient; the named parts are detached, already multiplied by
-// their gains (LibreYOLO's box_loss / dfl_loss / cls_loss), plus num_fg (foreground per image).
-struct LossTerms {
-  at::Tensor total;
-  std::vector<std::pair<std::string, at::Tensor>> parts;
-  const at::Tensor& part(const std::string& name) const;
-};
+// Parts: box_loss, dfl_loss, cls_loss (gains included, as LibreYOLO logs them) and num_fg
+// (foreground anchors per image).
+using models::LossTerms;
 
 // `maps`: the head's per-level raw outputs [B, 4·reg_max + nc, H, W]; strides 8/16/32.
 LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, const LossOptions& options);

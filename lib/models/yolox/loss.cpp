@@ -8,16 +8,8 @@
 #include <ATen/core/grad_mode.h>
 
 #include <limits>
-#include <stdexcept>
 
 namespace libreyolo::models::yolox {
-
-const at::Tensor& LossTerms::part(const std::string& name) const {
-  for (const auto& [key, value] : parts) {
-    if (key == name) return value;
-  }
-  throw std::out_of_range("no loss term named " + name);
-}
 
 namespace {
 

@@ -3,6 +3,7 @@
 // host loop over boxes and no value read back.
 #pragma once
 
+#include "models/loss_terms.h"
 #include "models/targets.h"
 
 #include <ATen/Tensor.h>
@@ -38,12 +39,9 @@ struct LossOptions {
   SimOtaVariant variant = SimOtaVariant::Current;
 };
 
-struct LossTerms {
-  at::Tensor total;
-  // Detached: iou_loss (gain included), obj_loss, cls_loss, l1_loss, num_fg (per ground-truth box).
-  std::vector<std::pair<std::string, at::Tensor>> parts;
-  const at::Tensor& part(const std::string& name) const;
-};
+// Parts: iou_loss (gain included), obj_loss, cls_loss, l1_loss and num_fg (per ground-truth
+// box), as LibreYOLO logs them.
+using models::LossTerms;
 
 // `maps`: the head's per-level raw training outputs [B, 5 + nc, H, W]; strides 8/16/32.
 LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, const LossOptions& options);
