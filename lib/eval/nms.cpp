@@ -10,7 +10,9 @@ namespace libreyolo::eval {
 
 at::Tensor nms(const at::Tensor& boxes_in, const at::Tensor& scores_in, double iou_threshold) {
   const at::Tensor boxes = boxes_in.to(at::kFloat).contiguous();
-  const at::Tensor order = std::get<1>(scores_in.to(at::kFloat).sort(/*dim=*/0, /*descending=*/true)).contiguous();
+  // Stable: equal scores keep their input order, so the result never depends on the sort's whims.
+  const at::Tensor order =
+      std::get<1>(scores_in.to(at::kFloat).sort(/*stable=*/true, /*dim=*/0, /*descending=*/true)).contiguous();
   const std::int64_t count = boxes.size(0);
   const float* b = boxes.data_ptr<float>();
   const std::int64_t* sorted = order.data_ptr<std::int64_t>();

@@ -54,7 +54,12 @@ at::Tensor random_boxes(std::int64_t count, std::uint64_t seed) {
 TEST_CASE("NMS keeps exactly what the brute-force definition keeps", "[nms]") {
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
     const at::Tensor boxes = random_boxes(200, seed);
-    const at::Tensor scores = at::rand({200}, at::TensorOptions().dtype(at::kFloat));
+    // Seeded, and with ties on purpose (scores in steps of 1/64): ties must break by input order.
+    std::mt19937 engine(static_cast<unsigned>(seed + 1000));
+    std::uniform_int_distribution<int> step(0, 63);
+    std::vector<float> values(200);
+    for (auto& v : values) v = static_cast<float>(step(engine)) / 64.f;
+    const at::Tensor scores = at::tensor(values);
     for (const double threshold : {0.3, 0.5, 0.7}) {
       const at::Tensor kept = nms(boxes, scores, threshold);
       const auto expected = brute_force(boxes, scores, threshold);
