@@ -1,0 +1,448 @@
+#include "profile/analysis.h"
+
+#include "core/error.h"
+#include "profile/kernel_names.h"
+#include "profile/verdict.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace libreyolo::profile {
+
+namespace {
+
+double rounded(double value, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(value * scale) / scale;
+}
+
+nlohmann::ordered_json number_or_null(const std::optional<double>& value, int digits) {
+  return value && std::isfinite(*value) ? nlohmann::ordered_json(rounded(*value, digits)) : nlohmann::ordered_json(nullptr);
+}
+
+struct PhaseSpan {
+  double start_us, end_us;
+  std::string phase;
+  std::int64_t pid, tid;
+};
+
+// Which phase was running on a thread at a time: the CPU spans step/<phase>. Kernels are placed
+// by the time of their launch on the CPU, not by their GPU time (GPU spans overlap and mislead).
+class PhaseIndex {
+ public:
+  explicit PhaseIndex(const Trace& trace) {
+    for (const auto& e : trace.events) {
+      if (e.category != category::annotation) continue;
+      if (auto phase = phase_of_annotation(e.name); !phase.empty()) spans_.push_back({e.start_us, e.end_us(), phase, e.pid, e.tid});
+    }
+    std::sort(spans_.begin(), spans_.end(), [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
+  }
+  std::string at(double time_us, std::int64_t pid, std::int64_t tid, bool same_thread) const {
+    auto it = std::upper_bound(spans_.begin(), spans_.end(), time_us, [](double t, const auto& s) { return t < s.start_us; });
+    while (it != spans_.begin()) {
+      --it;
+      if (it->end_us <= time_us) {
+        if (time_us - it->start_us > longest_us()) break;
+        continue;
+      }
+      if (!same_thread || (it->pid == pid && it->tid == tid)) return it->phase;
+    }
+    return "unphased";
+  }
+  const std::vector<PhaseSpan>& spans() const { return spans_; }
+
+ private:
+  double longest_us() const {
+    if (longest_ < 0) {
+      longest_ = 0;
+      for (const auto& s : spans_) longest_ = std::max(longest_, s.end_us - s.start_us);
+    }
+    return longest_;
+  }
+  std::vector<PhaseSpan> spans_;
+  mutable double longest_ = -1;
+};
+
+struct Totals {
+  double duration_us = 0;
+  std::int64_t count = 0;
+};
+
+using Table = std::map<std::string, Totals>;
+
+std::vector<std::pair<std::string, Totals>> by_time(const Table& table) {
+  std::vector<std::pair<std::string, Totals>> rows(table.begin(), table.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.duration_us > b.second.duration_us; });
+  return rows;
+}
+
+double total_us(const Table& table) {
+  double sum = 0;
+  for (const auto& [name, t] : table) sum += t.duration_us;
+  return sum;
+}
+
+nlohmann::ordered_json kernel_rows(const Table& table, int steps, double all_kernels_us, std::size_t limit) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& [name, t] : by_time(table)) {
+    if (rows.size() >= limit) break;
+    rows.push_back({{"kernel", friendly_kernel_name(name)},
+                    {"raw_name", name.substr(0, 90)},
+                    {"category", kernel_category(name)},
+                    {"tensorcore", is_tensor_core_kernel(name)},
+                    {"ms_per_step", rounded(t.duration_us / 1000.0 / steps, 4)},
+                    {"pct_of_gpu", rounded(all_kernels_us > 0 ? 100 * t.duration_us / all_kernels_us : 0.0, 2)},
+                    {"count_per_step", std::max<std::int64_t>(t.count / steps, 1)}});
+  }
+  return rows;
+}
+
+nlohmann::ordered_json op_rows(const Table& table, int steps, double all_ops_us, std::size_t limit) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& [name, t] : by_time(table)) {
+    if (rows.size() >= limit) break;
+    rows.push_back({{"op", name.substr(0, 70)},
+                    {"ms_per_step", rounded(t.duration_us / 1000.0 / steps, 4)},
+                    {"pct_of_cpu_ops", rounded(all_ops_us > 0 ? 100 * t.duration_us / all_ops_us : 0.0, 2)},
+                    {"count_per_step", std::max<std::int64_t>(t.count / steps, 1)}});
+  }
+  return rows;
+}
+
+// Time covered by at least one operator on the given threads (nested operators count once).
+double busy_us(std::vector<std::pair<double, double>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  double busy = 0, start = 0, end = -1;
+  for (const auto& [s, e] : intervals) {
+    if (s > end) {
+      if (end > start) busy += end - start;
+      start = s, end = e;
+    } else {
+      end = std::max(end, e);
+    }
+  }
+  if (end > start) busy += end - start;
+  return busy;
+}
+
+std::vector<std::string> ordered_phases(const std::set<std::string>& present) {
+  std::vector<std::string> phases;
+  for (const char* p : kPhaseOrder) {
+    if (present.contains(p)) phases.emplace_back(p);
+  }
+  for (const auto& p : present) {
+    if (std::find(phases.begin(), phases.end(), p) == phases.end()) phases.push_back(p);
+  }
+  return phases;
+}
+
+}  // namespace
+
+AnalysisWindow pick_window(const Trace& trace, const std::optional<StepSummary>& summary) {
+  std::vector<const Event*> steps;
+  for (const auto& e : trace.events) {
+    if (profiler_step_number(e.name) >= 0) steps.push_back(&e);
+  }
+  std::stable_sort(steps.begin(), steps.end(), [](const Event* a, const Event* b) { return a->start_us < b->start_us; });
+  AnalysisWindow window;
+  const std::size_t n = steps.size();
+  if (n >= 4) {
+    std::size_t last = std::min<std::size_t>(n - 1, 8);
+    if (summary && summary->real_steps > 0) last = std::min<std::size_t>(last, static_cast<std::size_t>(summary->real_steps));
+    const std::size_t first = last > 2 ? 2 : 0;
+    window.start_us = steps[first]->start_us;
+    window.end_us = steps[last]->start_us;
+  } else if (n > 0) {
+    window.start_us = steps.front()->start_us;
+    window.end_us = 0;
+    for (const Event* e : steps) window.end_us = std::max(window.end_us, e->end_us());
+  } else {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& e : trace.events) lo = std::min(lo, e.start_us), hi = std::max(hi, e.end_us());
+    window.start_us = std::isfinite(lo) ? lo : 0;
+    window.end_us = std::isfinite(hi) ? hi : 0;
+  }
+  // Steps measured: the distinct step numbers that start inside the window.
+  std::set<std::int64_t> numbers;
+  for (const Event* e : steps) {
+    if (e->start_us >= window.start_us && e->start_us < window.end_us) numbers.insert(profiler_step_number(e->name));
+  }
+  window.steps = std::max<int>(1, static_cast<int>(numbers.size()));
+  return window;
+}
+
+nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSummary>& summary, const std::string& trace_path) {
+  const AnalysisWindow window = pick_window(trace, summary);
+  const int steps = window.steps;
+  const auto inside = [&](const Event& e) { return e.start_us >= window.start_us && e.start_us < window.end_us; };
+  const PhaseIndex phases(trace);
+
+  std::unordered_map<std::int64_t, const Event*> launches;  // correlation -> CPU launch
+  for (const auto& e : trace.events) {
+    if (e.category == category::runtime && e.correlation >= 0) launches[e.correlation] = &e;
+  }
+  std::set<std::pair<std::int64_t, std::int64_t>> training_threads;
+  for (const auto& s : phases.spans()) {
+    if (s.phase == "forward") training_threads.insert({s.pid, s.tid});
+  }
+
+  Table kernels, ops;
+  std::map<std::string, Table> kernels_by_phase, ops_by_phase;
+  std::set<std::string> present;
+  std::int64_t kernels_in_trace = 0, allocator_calls = 0, runtime_events = 0;
+  double memcpy_us = 0, tensor_core_us = 0;
+  std::map<std::string, double> category_us;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::pair<double, double>>> op_intervals;
+  std::map<std::string, double> span_us;
+  for (const auto& e : trace.events) {
+    if (e.category == category::kernel) ++kernels_in_trace;
+    if (e.category == category::runtime) ++runtime_events;
+    if (!inside(e)) continue;
+    if (e.category == category::kernel) {
+      const auto launch = launches.find(e.correlation);
+      const std::string phase = launch != launches.end() ? phases.at(launch->second->start_us, launch->second->pid, launch->second->tid, true)
+                                                         : phases.at(e.start_us, 0, 0, false);
+      for (Table* table : {&kernels, &kernels_by_phase[phase]}) {
+        (*table)[e.name].duration_us += e.duration_us;
+        ++(*table)[e.name].count;
+      }
+      present.insert(phase);
+      category_us[kernel_category(e.name)] += e.duration_us;
+      if (is_tensor_core_kernel(e.name)) tensor_core_us += e.duration_us;
+    } else if (e.category == category::memcpy || e.category == category::memset) {
+      memcpy_us += e.duration_us;
+    } else if (e.category == category::runtime) {
+      if (e.name.find("Malloc") != std::string::npos || e.name.find("Free") != std::string::npos) ++allocator_calls;
+    } else if (e.category == category::cpu_op) {
+      const std::string phase = phases.at(e.start_us, e.pid, e.tid, true);
+      for (Table* table : {&ops, &ops_by_phase[phase]}) {
+        (*table)[e.name].duration_us += e.duration_us;
+        ++(*table)[e.name].count;
+      }
+      present.insert(phase);
+      op_intervals[{e.pid, e.tid}].emplace_back(e.start_us, e.end_us());
+    } else if (e.category == category::annotation) {
+      if (auto phase = phase_of_annotation(e.name); !phase.empty()) {
+        span_us[phase] += e.duration_us;
+        present.insert(phase);
+      }
+    }
+  }
+
+  const bool on_gpu = summary ? summary->device_kind == "cuda" : kernels_in_trace > 0;
+  bool kernels_measured = on_gpu && kernels_in_trace > 0 && (!summary || summary->kernels_measured);
+  std::string missing_reason;
+  if (on_gpu && !kernels_measured) {
+    missing_reason = summary && !summary->kernels_missing_reason.empty() ? summary->kernels_missing_reason
+                                                                          : "the trace holds no GPU kernel events";
+  }
+
+  const double wall_ms = (window.end_us - window.start_us) / 1000.0;
+  const double step_ms = summary ? summary->step_ms : wall_ms / steps;
+  std::optional<double> dataload_ms;
+  if (summary) {
+    dataload_ms = summary->dataload_ms;
+  } else if (span_us.contains("dataload")) {
+    dataload_ms = span_us["dataload"] / 1000.0 / steps;  // the unsynchronised spans of our own trace
+  }
+  std::optional<double> dataload_fraction;
+  if (dataload_ms && step_ms > 0) dataload_fraction = *dataload_ms / step_ms;
+
+  const double kernel_us = total_us(kernels);
+  std::int64_t kernel_count = 0;
+  for (const auto& [name, t] : kernels) kernel_count += t.count;
+  const double gpu_busy_ms = kernel_us / 1000.0 / steps;
+  const double mean_kernel_us = kernel_count ? kernel_us / static_cast<double>(kernel_count) : 0.0;
+  const std::int64_t kernels_per_step = kernel_count / steps;
+
+  std::vector<std::pair<double, double>> training_ops;
+  if (training_threads.empty() && !op_intervals.empty()) {
+    auto busiest = std::max_element(op_intervals.begin(), op_intervals.end(),
+                                    [](const auto& a, const auto& b) { return busy_us(a.second) < busy_us(b.second); });
+    training_threads.insert(busiest->first);
+  }
+  for (const auto& thread : training_threads) {
+    if (const auto found = op_intervals.find(thread); found != op_intervals.end()) {
+      training_ops.insert(training_ops.end(), found->second.begin(), found->second.end());
+    }
+  }
+  const double cpu_busy_ms = busy_us(training_ops) / 1000.0 / steps;
+
+  const double busy_ms = on_gpu ? gpu_busy_ms : cpu_busy_ms;
+  const double utilisation_raw = step_ms > 0 ? busy_ms / step_ms : 0.0;
+  const double host_overhead_ms = std::max(step_ms - busy_ms - dataload_ms.value_or(0.0), 0.0);
+  std::optional<double> allocator_calls_per_step;
+  if (runtime_events > 0) {
+    allocator_calls_per_step = static_cast<double>(allocator_calls / steps);
+  } else if (summary && summary->allocator_calls_per_step) {
+    allocator_calls_per_step = summary->allocator_calls_per_step;
+  }
+  const bool amp = summary ? summary->amp() : true;
+
+  const Verdict verdict = decide_verdict({.on_gpu = on_gpu,
+                                          .kernels_measured = kernels_measured,
+                                          .kernels_missing_reason = missing_reason,
+                                          .dataload_fraction = dataload_fraction,
+                                          .utilisation_raw = utilisation_raw,
+                                          .allocator_calls_per_step = on_gpu ? allocator_calls_per_step : std::nullopt,
+                                          .kernels_per_step = kernels_per_step,
+                                          .mean_kernel_us = mean_kernel_us,
+                                          .host_overhead_ms = host_overhead_ms,
+                                          .amp = amp});
+  const bool memory_pressure = verdict.bound == "memory-pressure";
+
+  const double ops_us = total_us(ops);
+  std::int64_t op_count = 0;
+  for (const auto& [name, t] : ops) op_count += t.count;
+
+  // Per phase
+  if (summary) {
+    for (const auto& [phase, ms] : summary->composition_ms) present.insert(phase);
+    present.insert("dataload");
+  }
+  nlohmann::ordered_json phase_rows = nlohmann::ordered_json::array(), phases_gpu = nlohmann::ordered_json::array();
+  nlohmann::ordered_json kernels_by_phase_json = nlohmann::ordered_json::object(), ops_by_phase_json = nlohmann::ordered_json::object();
+  nlohmann::ordered_json metrics;
+  std::map<std::string, nlohmann::ordered_json> phase_metrics;
+  for (const auto& phase : ordered_phases(present)) {
+    const Table& phase_kernels = kernels_by_phase[phase];
+    const Table& phase_ops = ops_by_phase[phase];
+    std::int64_t k = 0, o = 0;
+    for (const auto& [n, t] : phase_kernels) k += t.count;
+    for (const auto& [n, t] : phase_ops) o += t.count;
+    std::optional<double> wall;
+    if (summary && phase == "dataload") {
+      wall = summary->dataload_ms;
+    } else if (summary && summary->composition_ms.contains(phase)) {
+      wall = summary->composition_ms.at(phase);
+    } else if (!summary && span_us.contains(phase)) {
+      wall = span_us[phase] / 1000.0 / steps;
+    }
+    const std::optional<double> gpu_ms = on_gpu ? std::optional<double>(total_us(phase_kernels) / 1000.0 / steps) : std::nullopt;
+    phase_rows.push_back({{"phase", phase},
+                          {"gpu_ms_per_step", number_or_null(gpu_ms, 3)},
+                          {"wall_ms_per_step", number_or_null(wall, 3)},
+                          {"kernels_per_step", k / steps},
+                          {"ops_per_step", o / steps},
+                          {"unique_kernels", phase_kernels.size()}});
+    phases_gpu.push_back({{"phase", phase}, {"gpu_ms_per_step", number_or_null(gpu_ms, 3)}});
+    kernels_by_phase_json[phase] = kernel_rows(phase_kernels, steps, kernel_us, 40);
+    ops_by_phase_json[phase] = op_rows(phase_ops, steps, ops_us, 40);
+    phase_metrics[phase + "_gpu_ms"] = number_or_null(gpu_ms, 3);
+    phase_metrics[phase + "_wall_ms"] = number_or_null(wall, 3);
+    phase_metrics[phase + "_kernels"] = k / steps;
+    phase_metrics[phase + "_ops"] = o / steps;
+  }
+
+  nlohmann::ordered_json categories = nlohmann::ordered_json::array();
+  std::vector<std::pair<std::string, double>> category_rows(category_us.begin(), category_us.end());
+  std::stable_sort(category_rows.begin(), category_rows.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [name, us] : category_rows) {
+    categories.push_back({{"name", name}, {"pct", rounded(kernel_us > 0 ? 100 * us / kernel_us : 0.0, 2)},
+                          {"ms_per_step", rounded(us / 1000.0 / steps, 4)}});
+  }
+
+  const auto gpu_value = [&](double value, int digits) {
+    return kernels_measured ? nlohmann::ordered_json(rounded(value, digits)) : nlohmann::ordered_json(nullptr);
+  };
+  std::optional<double> images_per_second;
+  if (summary) images_per_second = summary->images_per_second();
+  nlohmann::ordered_json j;
+  j["schema"] = kAnalysisSchema;
+  j["trace"] = trace_path;
+  j["model"] = summary ? summary->meta.value("model", "") : "";
+  j["config"] = summary ? nlohmann::ordered_json(summary->meta) : nlohmann::ordered_json::object();
+  j["device_kind"] = on_gpu ? "cuda" : "cpu";
+  j["gpu_trace"] = {{"available", kernels_measured},
+                    {"reason", on_gpu && !kernels_measured ? nlohmann::ordered_json(missing_reason)
+                                                           : on_gpu ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json("training on the CPU")}};
+  j["bound"] = verdict.bound;
+  j["bound_why"] = verdict.why;
+  j["levers"] = verdict.levers;
+  j["step_ms"] = rounded(step_ms, 3);
+  j["img_per_s"] = number_or_null(images_per_second, 2);
+  j["dataload_ms"] = number_or_null(dataload_ms, 3);
+  j["dataload_frac"] = number_or_null(dataload_fraction, 3);
+  j["gpu_util"] = gpu_value(std::min(utilisation_raw, 1.0), 4);
+  j["gpu_util_raw"] = gpu_value(utilisation_raw, 4);
+  j["cpu_util"] = on_gpu ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rounded(std::min(utilisation_raw, 1.0), 4));
+  j["cpu_busy_ms_per_step"] = on_gpu ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rounded(cpu_busy_ms, 3));
+  j["memory_pressure"] = memory_pressure;
+  j["cuda_mallocs_per_step"] = number_or_null(on_gpu ? allocator_calls_per_step : std::nullopt, 1);
+  j["host_overhead_ms_per_step"] = rounded(host_overhead_ms, 3);
+  j["launches_per_step"] = gpu_value(static_cast<double>(kernels_per_step), 0);
+  j["gpu_busy_ms_per_step"] = gpu_value(gpu_busy_ms, 3);
+  j["mean_kernel_us"] = gpu_value(mean_kernel_us, 2);
+  j["kernels_per_step"] = gpu_value(static_cast<double>(kernels_per_step), 0);
+  j["unique_kernels"] = kernels.size();
+  j["memcpy_ms_per_step"] = gpu_value(memcpy_us / 1000.0 / steps, 3);
+  j["tensorcore_pct"] = gpu_value(kernel_us > 0 ? 100 * tensor_core_us / kernel_us : 0.0, 2);
+  j["peak_vram_mb"] = number_or_null(summary ? summary->peak_vram_mb : std::nullopt, 1);
+  j["window"] = {{"wall_ms", rounded(wall_ms, 3)}, {"real_steps", steps}};
+  j["composition_ms"] = summary ? summary_to_json(*summary)["composition_ms"] : nlohmann::ordered_json(nullptr);
+
+  for (const char* key : {"img_per_s", "step_ms", "dataload_ms", "dataload_frac", "gpu_util"}) metrics[key] = j[key];
+  metrics["gpu_busy_ms"] = j["gpu_busy_ms_per_step"];
+  metrics["cpu_util"] = j["cpu_util"];
+  metrics["cpu_busy_ms"] = j["cpu_busy_ms_per_step"];
+  metrics["mean_kernel_us"] = j["mean_kernel_us"];
+  metrics["kernels_per_step"] = j["kernels_per_step"];
+  metrics["unique_kernels"] = j["unique_kernels"];
+  metrics["ops_per_step"] = op_count / steps;
+  metrics["memcpy_ms"] = j["memcpy_ms_per_step"];
+  metrics["tensorcore_pct"] = j["tensorcore_pct"];
+  metrics["peak_vram_mb"] = j["peak_vram_mb"];
+  metrics["host_overhead_ms"] = j["host_overhead_ms_per_step"];
+  metrics["launches_per_step"] = j["launches_per_step"];
+  metrics["cuda_mallocs_per_step"] = j["cuda_mallocs_per_step"];
+  metrics["memory_pressure"] = memory_pressure;
+  metrics["bound"] = verdict.bound;
+  for (auto& [key, value] : phase_metrics) metrics[key] = value;
+  j["metrics"] = metrics;
+  j["categories"] = categories;
+  j["phases"] = phase_rows;
+  j["phases_gpu"] = phases_gpu;
+  j["kernels_by_phase"] = kernels_by_phase_json;
+  j["ops_by_phase"] = ops_by_phase_json;
+  j["top_kernels"] = kernel_rows(kernels, steps, kernel_us, 8);
+  j["kernels"] = kernel_rows(kernels, steps, kernel_us, kernels.size());
+  j["ops"] = op_rows(ops, steps, ops_us, ops.size());
+  return j;
+}
+
+nlohmann::ordered_json load_profile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("{}: cannot open the file; give the path of a profile.json or profile_trace.json", path.string()));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& error) {
+    throw UsageError(fmt::format("{}: not valid JSON ({})", path.string(), error.what()));
+  }
+  if (document.is_object() && document.contains("schema") && document["schema"].is_string() &&
+      document["schema"].get<std::string>().rfind("libreyolo.profile.analysis", 0) == 0) {
+    return nlohmann::ordered_json::parse(text);  // keeps the file's key order
+  }
+  const Trace trace = parse_trace(document, path.string());
+  std::optional<StepSummary> summary;
+  const auto sibling = path.parent_path() / "profile_summary.json";
+  if (std::filesystem::exists(sibling)) {
+    std::ifstream s(sibling);
+    try {
+      summary = summary_from_json(nlohmann::json::parse(s), sibling.string());
+    } catch (const nlohmann::json::exception& error) {
+      throw UsageError(fmt::format("{}: not a valid profile summary ({})", sibling.string(), error.what()));
+    }
+  }
+  return analyze(trace, summary, path.string());
+}
+
+}  // namespace libreyolo::profile

@@ -1,0 +1,100 @@
+#include "profile/summary.h"
+
+#include "core/error.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace libreyolo::profile {
+
+namespace {
+
+double rounded(double value, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(value * scale) / scale;
+}
+
+template <typename T>
+nlohmann::ordered_json optional_json(const std::optional<T>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace
+
+double StepSummary::images_per_second() const {
+  const double batch = meta.contains("batch") && meta["batch"].is_number() ? meta["batch"].get<double>() : 0.0;
+  return step_ms > 0 ? batch / (step_ms / 1000.0) : 0.0;
+}
+
+bool StepSummary::amp() const { return meta.contains("amp") && meta["amp"].is_boolean() && meta["amp"].get<bool>(); }
+
+nlohmann::ordered_json summary_to_json(const StepSummary& s) {
+  nlohmann::ordered_json composition = nlohmann::ordered_json::object();
+  double total = 0;
+  for (const char* phase : kSyncedPhases) {
+    const auto found = s.composition_ms.find(phase);
+    const double ms = found == s.composition_ms.end() ? 0.0 : found->second;
+    composition[phase] = rounded(ms, 3);
+    total += ms;
+  }
+  nlohmann::ordered_json j;
+  j["meta"] = s.meta;
+  j["window"] = {{"warmup", s.warmup}, {"real_steps", s.real_steps}, {"synced_steps", s.synced_steps}};
+  j["real"] = {{"step_ms", rounded(s.step_ms, 3)},
+               {"dataload_ms", rounded(s.dataload_ms, 3)},
+               {"compute_ms", rounded(s.compute_ms(), 3)},
+               {"img_per_s", rounded(s.images_per_second(), 2)},
+               {"dataload_frac", rounded(s.dataload_fraction(), 3)}};
+  j["composition_ms"] = composition;
+  j["composition_total_ms"] = total > 0 ? rounded(total, 3) : 1.0;
+  j["device_kind"] = s.device_kind;
+  j["gpu_trace"] = {{"available", s.kernels_measured},
+                    {"reason", s.kernels_measured ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.kernels_missing_reason)}};
+  j["peak_vram_mb"] = optional_json(s.peak_vram_mb);
+  j["allocator_calls_per_step"] = optional_json(s.allocator_calls_per_step);
+  j["trace"] = optional_json(s.trace);
+  return j;
+}
+
+StepSummary summary_from_json(const nlohmann::json& j, const std::string& source_name) {
+  const auto need = [&](const nlohmann::json& parent, const char* key) -> const nlohmann::json& {
+    if (!parent.is_object() || !parent.contains(key)) {
+      throw UsageError(fmt::format("{}: not a profile summary (no \"{}\" key)", source_name, key));
+    }
+    return parent[key];
+  };
+  StepSummary s;
+  s.meta = need(j, "meta");
+  const auto& window = need(j, "window");
+  s.warmup = need(window, "warmup").get<int>();
+  s.real_steps = need(window, "real_steps").get<int>();
+  s.synced_steps = need(window, "synced_steps").get<int>();
+  const auto& real = need(j, "real");
+  s.step_ms = need(real, "step_ms").get<double>();
+  s.dataload_ms = need(real, "dataload_ms").get<double>();
+  if (j.contains("composition_ms") && j["composition_ms"].is_object()) {
+    for (const auto& [phase, ms] : j["composition_ms"].items()) {
+      if (ms.is_number()) s.composition_ms[phase] = ms.get<double>();
+    }
+  }
+  // A LibreYOLO (Python) summary has no device_kind: its meta.device tells.
+  const std::string device = s.meta.value("device", std::string("cpu"));
+  s.device_kind = j.value("device_kind", device.rfind("cuda", 0) == 0 || (!device.empty() && std::isdigit(static_cast<unsigned char>(device[0])))
+                                             ? std::string("cuda") : std::string("cpu"));
+  if (j.contains("gpu_trace") && j["gpu_trace"].is_object()) {
+    s.kernels_measured = j["gpu_trace"].value("available", false);
+    if (j["gpu_trace"].contains("reason") && j["gpu_trace"]["reason"].is_string()) s.kernels_missing_reason = j["gpu_trace"]["reason"];
+  } else {
+    s.kernels_measured = s.device_kind == "cuda";
+  }
+  if (j.contains("peak_vram_mb") && j["peak_vram_mb"].is_number()) s.peak_vram_mb = j["peak_vram_mb"].get<double>();
+  if (j.contains("allocator_calls_per_step") && j["allocator_calls_per_step"].is_number()) {
+    s.allocator_calls_per_step = j["allocator_calls_per_step"].get<double>();
+  }
+  if (j.contains("trace") && j["trace"].is_string()) s.trace = j["trace"].get<std::string>();
+  return s;
+}
+
+}  // namespace libreyolo::profile

@@ -1,0 +1,47 @@
+// What the step profiler measured itself, without any trace: the window, the real
+// (unsynchronised) step and data-wait times, the synchronised phase composition and the
+// allocator figures. Written as profile_summary.json; the analysis reads it back.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace libreyolo::profile {
+
+// Phases timed in the synchronised half, in step order.
+inline constexpr std::array<const char*, 4> kSyncedPhases{"to_device", "forward", "backward", "optimizer"};
+// Every phase a report lists, in step order (others, such as "unphased", follow).
+inline constexpr std::array<const char*, 7> kPhaseOrder{"dataload", "to_device", "preprocess", "forward",
+                                                        "backward", "postprocess", "optimizer"};
+
+struct StepSummary {
+  nlohmann::ordered_json meta = nlohmann::ordered_json::object();  // model, device, batch, imgsz, amp, amp_dtype, workers
+  int warmup = 0;
+  int real_steps = 0;    // the unsynchronised half
+  int synced_steps = 0;  // the synchronised half
+  double step_ms = 0;      // mean real step: batch fetch start -> end of the iteration
+  double dataload_ms = 0;  // mean wait for the next batch
+  std::map<std::string, double> composition_ms;  // synchronised means per phase
+  std::string device_kind = "cpu";               // "cuda" or "cpu"
+  bool kernels_measured = false;                 // a GPU kernel trace exists (CUDA only)
+  std::string kernels_missing_reason;
+  std::optional<double> peak_vram_mb;
+  std::optional<double> allocator_calls_per_step;  // caching-allocator device mallocs + frees, unsynced half
+  std::optional<std::string> trace;                // path of profile_trace.json
+
+  double compute_ms() const { return std::max(step_ms - dataload_ms, 0.0); }
+  double dataload_fraction() const { return step_ms > 0 ? dataload_ms / step_ms : 0.0; }
+  double images_per_second() const;
+  bool amp() const;
+};
+
+nlohmann::ordered_json summary_to_json(const StepSummary& summary);
+// Throws UsageError naming `source_name` when a required key is missing.
+StepSummary summary_from_json(const nlohmann::json& json, const std::string& source_name);
+
+}  // namespace libreyolo::profile

@@ -1,0 +1,134 @@
+#include "profile/trace.h"
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <fstream>
+#include <functional>
+
+namespace libreyolo::profile {
+
+namespace {
+
+// torch writes numeric pids/tids, some tools write strings ("stream 7"): keep either as a number.
+std::int64_t id_of(const nlohmann::json& value) {
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  if (value.is_number()) return static_cast<std::int64_t>(value.get<double>());
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    std::int64_t number = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (error == std::errc() && end == text.data() + text.size()) return number;
+    return static_cast<std::int64_t>(std::hash<std::string>{}(text) & 0x7fffffff);
+  }
+  return 0;
+}
+
+double number_of(const nlohmann::json& event, const char* key) {
+  const auto found = event.find(key);
+  return found != event.end() && found->is_number() ? found->get<double>() : 0.0;
+}
+
+}  // namespace
+
+std::int64_t profiler_step_number(const std::string& name) {
+  static constexpr std::string_view prefix = "ProfilerStep#";
+  if (name.rfind(prefix, 0) != 0) return -1;
+  std::int64_t number = -1;
+  std::from_chars(name.data() + prefix.size(), name.data() + name.size(), number);
+  return number;
+}
+
+std::string phase_of_annotation(const std::string& name) {
+  return name.rfind("step/", 0) == 0 ? name.substr(5) : std::string();
+}
+
+Trace parse_trace(const nlohmann::json& document, const std::string& source_name) {
+  const nlohmann::json* events = nullptr;
+  if (document.is_object() && document.contains("traceEvents") && document["traceEvents"].is_array()) {
+    events = &document["traceEvents"];
+  } else if (document.is_array()) {
+    events = &document;
+  }
+  if (!events) {
+    throw UsageError(fmt::format("{}: not a Chrome trace (no \"traceEvents\" array); give a profile_trace.json or profile.json",
+                                 source_name));
+  }
+  Trace trace;
+  std::map<std::int64_t, Flow> open_flows;
+  for (const auto& e : *events) {
+    if (!e.is_object()) continue;
+    const std::string phase = e.value("ph", "");
+    const std::int64_t pid = e.contains("pid") ? id_of(e["pid"]) : 0;
+    const std::int64_t tid = e.contains("tid") ? id_of(e["tid"]) : 0;
+    if (phase == "X") {
+      Event event{.name = e.value("name", ""), .category = e.value("cat", ""), .start_us = number_of(e, "ts"),
+                  .duration_us = number_of(e, "dur"), .pid = pid, .tid = tid};
+      if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
+        if (const auto c = args->find("correlation"); c != args->end() && c->is_number()) event.correlation = c->get<std::int64_t>();
+      }
+      trace.events.push_back(std::move(event));
+    } else if ((phase == "s" || phase == "f") && e.value("cat", "") == "ac2g" && e.contains("id")) {
+      const std::int64_t id = id_of(e["id"]);
+      Flow& flow = open_flows[id];
+      flow.id = id;
+      if (phase == "s") {
+        flow.from_us = number_of(e, "ts"), flow.from_pid = pid, flow.from_tid = tid;
+      } else {
+        flow.to_us = number_of(e, "ts"), flow.to_pid = pid, flow.to_tid = tid;
+      }
+    } else if (phase == "M") {
+      const auto args = e.value("args", nlohmann::json::object());
+      const std::string name = args.is_object() ? args.value("name", "") : "";
+      if (e.value("name", "") == "process_name") trace.process_names[pid] = name;
+      if (e.value("name", "") == "thread_name") trace.thread_names[{pid, tid}] = name;
+    }
+  }
+  for (auto& [id, flow] : open_flows) {
+    if (flow.from_us > 0 && flow.to_us > 0) trace.flows.push_back(flow);
+  }
+  return trace;
+}
+
+Trace read_trace(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("{}: cannot open the file; give the path of a profile.json or profile_trace.json", path.string()));
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& error) {
+    throw UsageError(fmt::format("{}: not valid JSON ({})", path.string(), error.what()));
+  }
+  return parse_trace(document, path.string());
+}
+
+nlohmann::json trace_to_json(const Trace& trace) {
+  nlohmann::json events = nlohmann::json::array();
+  for (const auto& [pid, name] : trace.process_names) {
+    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}});
+  }
+  for (const auto& [key, name] : trace.thread_names) {
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", key.first}, {"tid", key.second}, {"args", {{"name", name}}}});
+  }
+  for (const auto& e : trace.events) {
+    nlohmann::json j = {{"ph", "X"}, {"cat", e.category}, {"name", e.name}, {"pid", e.pid}, {"tid", e.tid},
+                        {"ts", e.start_us}, {"dur", e.duration_us}};
+    if (e.correlation >= 0) j["args"] = {{"correlation", e.correlation}};
+    events.push_back(std::move(j));
+  }
+  for (const auto& f : trace.flows) {
+    events.push_back({{"ph", "s"}, {"cat", "ac2g"}, {"name", "ac2g"}, {"id", f.id}, {"pid", f.from_pid}, {"tid", f.from_tid}, {"ts", f.from_us}});
+    events.push_back({{"ph", "f"}, {"bp", "e"}, {"cat", "ac2g"}, {"name", "ac2g"}, {"id", f.id}, {"pid", f.to_pid}, {"tid", f.to_tid}, {"ts", f.to_us}});
+  }
+  return {{"schemaVersion", 1}, {"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
+}
+
+void write_trace(const std::filesystem::path& path, const Trace& trace) {
+  write_file_atomically(path, trace_to_json(trace).dump());
+}
+
+}  // namespace libreyolo::profile

@@ -1,0 +1,89 @@
+#include "profile/verdict.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+namespace libreyolo::profile {
+
+namespace {
+
+std::string percent(double fraction) { return fmt::format("{:.0f}%", 100 * fraction); }
+
+constexpr const char* kDataloaderLevers = "workers↑, cache='ram'/'disk', lighter aug, larger batch";
+
+Verdict gpu_verdict(const VerdictInputs& in) {
+  const double utilisation = std::min(in.utilisation_raw, 1.0);
+  const bool allocator_pressure = in.allocator_calls_per_step && *in.allocator_calls_per_step >= kAllocatorCallsPerStep;
+  const bool over_subscribed = in.kernels_measured && in.utilisation_raw > kOverSubscribedUtilisation;
+  Verdict v;
+  if (allocator_pressure || over_subscribed) {
+    v.bound = "memory-pressure";
+    v.why = allocator_pressure
+                ? fmt::format("allocator/VRAM pressure (~{:.0f} cudaMalloc/free per step); throughput and utilisation are unreliable",
+                              *in.allocator_calls_per_step)
+                : fmt::format("kernel time exceeds the step ({} busy), a sign of allocator/VRAM pressure; throughput and "
+                              "utilisation are unreliable", percent(in.utilisation_raw));
+    v.levers = "lower batch, reduce activation memory, avoid running at the OOM edge";
+  } else if (in.dataload_fraction && *in.dataload_fraction >= kDataloaderShare) {
+    v.bound = "dataloader";
+    v.why = fmt::format("the GPU waits on input data (~{} of the step)", percent(*in.dataload_fraction));
+    v.levers = kDataloaderLevers;
+  } else if (!in.kernels_measured) {
+    v.bound = "unknown";
+    v.why = fmt::format("no GPU kernel trace ({}), so GPU utilisation was not measured and no compute or host/launch "
+                        "verdict is drawn", in.kernels_missing_reason.empty() ? "reason unknown" : in.kernels_missing_reason);
+    v.levers = "fix the trace (run without Nsight/other CUPTI users, check CUPTI permissions) and profile again";
+  } else if (utilisation >= kComputeUtilisation) {
+    v.bound = "compute";
+    v.why = fmt::format("the GPU is saturated (~{} busy)", percent(utilisation));
+    v.levers = "already GPU-bound — try AMP/bf16 or a larger model";
+  } else {
+    v.bound = "host / launch";
+    v.why = fmt::format("GPU only ~{} busy — fed too slowly: {} kernels/step at ~{:.0f}us each plus host overhead",
+                        percent(utilisation), in.kernels_per_step, in.mean_kernel_us);
+    v.levers = "larger batch (amortize launches), fewer per-step .item()/syncs, CUDA graphs (cuda_graph=true), op fusion";
+  }
+  if (!in.dataload_fraction && v.bound != "memory-pressure") v.why += " (dataloader stall not measurable from trace alone)";
+  if (!in.amp && (v.bound == "compute" || v.bound == "host / launch")) v.levers += "; amp=false: AMP/bf16 would use Tensor Cores";
+  return v;
+}
+
+// The CPU analogue: the training thread either waits for data, runs operators, or does
+// neither (framework overhead between operators: dispatch, allocation, bookkeeping).
+Verdict cpu_verdict(const VerdictInputs& in) {
+  const double utilisation = std::min(in.utilisation_raw, 1.0);
+  Verdict v;
+  if (in.dataload_fraction && *in.dataload_fraction >= kDataloaderShare) {
+    v.bound = "dataloader";
+    v.why = fmt::format("the training thread waits on input data (~{} of the step)", percent(*in.dataload_fraction));
+    v.levers = kDataloaderLevers;
+  } else if (utilisation >= kComputeUtilisation) {
+    v.bound = "compute";
+    v.why = fmt::format("the CPU is busy in operators ~{} of the step", percent(utilisation));
+    v.levers = "already compute-bound on the CPU — more cores (OMP_NUM_THREADS), a smaller imgsz or model, amp_dtype=bfloat16 "
+               "on a CPU with native bf16, or a GPU";
+  } else {
+    v.bound = "host / launch";
+    v.why = fmt::format("operators fill only ~{} of the step; the rest ({:.1f} ms) is framework overhead between them",
+                        percent(utilisation), in.host_overhead_ms);
+    v.levers = "larger batch (amortize per-operator overhead), fewer per-step syncs and logging";
+  }
+  if (!in.dataload_fraction) v.why += " (dataloader stall not measurable from trace alone)";
+  return v;
+}
+
+}  // namespace
+
+Verdict decide_verdict(const VerdictInputs& inputs) { return inputs.on_gpu ? gpu_verdict(inputs) : cpu_verdict(inputs); }
+
+std::string verdict_label(const std::string& bound) {
+  if (bound == "dataloader") return "DATALOADER-BOUND";
+  if (bound == "host / launch") return "HOST/LAUNCH-BOUND";
+  if (bound == "compute") return "COMPUTE-BOUND";
+  if (bound == "memory-pressure") return "MEMORY-PRESSURE";
+  if (bound == "mixed") return "MIXED";
+  return "NO VERDICT";
+}
+
+}  // namespace libreyolo::profile

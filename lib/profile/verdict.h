@@ -1,0 +1,44 @@
+// The verdict: what bounds the training step, why, and which levers move it. LibreYOLO's rule
+// on a GPU (memory-pressure -> dataloader -> compute -> host / launch), a documented CPU analogue,
+// and no verdict drawn from data that was not measured.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace libreyolo::profile {
+
+struct VerdictInputs {
+  bool on_gpu = true;
+  // GPU only: false when no kernel trace could be had (CUPTI refused, another subscriber, ...).
+  bool kernels_measured = true;
+  std::string kernels_missing_reason;
+  // Share of the step spent waiting for the next batch; unset when only a trace was given.
+  std::optional<double> dataload_fraction;
+  // GPU: kernel busy time / step time, unclamped. CPU: operator busy time on the training thread / step time.
+  double utilisation_raw = 0;
+  std::optional<double> allocator_calls_per_step;  // device mallocs + frees (GPU)
+  std::int64_t kernels_per_step = 0;
+  double mean_kernel_us = 0;
+  double host_overhead_ms = 0;
+  bool amp = true;
+};
+
+struct Verdict {
+  std::string bound;  // "memory-pressure", "dataloader", "compute", "host / launch", or "unknown"
+  std::string why;
+  std::string levers;
+};
+
+inline constexpr double kDataloaderShare = 0.2;
+inline constexpr double kComputeUtilisation = 0.8;
+inline constexpr double kAllocatorCallsPerStep = 5;
+inline constexpr double kOverSubscribedUtilisation = 1.05;
+
+Verdict decide_verdict(const VerdictInputs& inputs);
+
+// Console label: DATALOADER-BOUND, HOST/LAUNCH-BOUND, COMPUTE-BOUND, MEMORY-PRESSURE, NO VERDICT.
+std::string verdict_label(const std::string& bound);
+
+}  // namespace libreyolo::profile

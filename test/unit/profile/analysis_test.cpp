@@ -1,0 +1,200 @@
+#include "core/error.h"
+#include "profile/analysis.h"
+#include "profile/kernel_names.h"
+#include "profile/verdict.h"
+
+#include <cmath>
+
+#include "catch.h"  // last: see catch.h
+
+using namespace libreyolo::profile;
+
+namespace {
+
+// Six steps of 100 us. Each step: forward launches a tensor-core GEMM (15 us), an elementwise
+// (10 us) and a reduction (5 us) kernel; backward a batchnorm-backward (20 us) and a weight-grad
+// (8 us) kernel: 58 us of kernels per step, 15 of them on Tensor Cores.
+Trace synthetic_gpu_trace(double kernel_scale = 1.0, int mallocs_per_step = 0) {
+  Trace t;
+  std::int64_t correlation = 0;
+  for (int k = 0; k < 6; ++k) {
+    const double s = 100.0 * k;
+    t.events.push_back({.name = "ProfilerStep#" + std::to_string(k + 1), .category = category::annotation, .start_us = s, .duration_us = 100, .pid = 1, .tid = 1});
+    t.events.push_back({.name = "step/forward", .category = category::annotation, .start_us = s + 10, .duration_us = 40, .pid = 1, .tid = 1});
+    t.events.push_back({.name = "step/backward", .category = category::annotation, .start_us = s + 50, .duration_us = 40, .pid = 1, .tid = 1});
+    const std::vector<std::pair<std::string, double>> kernels{
+        {"sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize128x128x32_h1688gemm", 15},
+        {"void at::native::vectorized_elementwise_kernel<4, silu>", 10},
+        {"void at::native::reduce_kernel<512, 1>", 5},
+        {"void cudnn::bn_bw_1C11_kernel_new<float>", 20},
+        {"sm80_xmma_wgrad_implicit_gemm_indexed_f32f32", 8}};
+    for (int i = 0; i < 5; ++i) {
+      const double launch = s + (i < 3 ? 20 + 10 * i : 60 + 10 * (i - 3));
+      t.events.push_back({.name = "cudaLaunchKernel", .category = category::runtime, .start_us = launch, .duration_us = 2,
+                          .pid = 1, .tid = 1, .correlation = correlation});
+      t.events.push_back({.name = kernels[static_cast<std::size_t>(i)].first, .category = category::kernel, .start_us = launch + 5,
+                          .duration_us = kernels[static_cast<std::size_t>(i)].second * kernel_scale, .pid = 0, .tid = 7,
+                          .correlation = correlation});
+      ++correlation;
+    }
+    for (int m = 0; m < mallocs_per_step; ++m) {
+      t.events.push_back({.name = "cudaMalloc", .category = category::runtime, .start_us = s + 91 + m, .duration_us = 0.5, .pid = 1, .tid = 1});
+    }
+  }
+  return t;
+}
+
+StepSummary gpu_summary(double step_ms, double dataload_ms) {
+  StepSummary s;
+  s.meta = {{"model", "YOLOv9-t"}, {"device", "cuda:0"}, {"batch", 8}, {"imgsz", 640}, {"amp", true}, {"amp_dtype", "float16"}, {"workers", 4}};
+  s.warmup = 5, s.real_steps = 10, s.synced_steps = 10;
+  s.step_ms = step_ms, s.dataload_ms = dataload_ms;
+  s.composition_ms = {{"to_device", 0.001}, {"forward", 0.04}, {"backward", 0.04}, {"optimizer", 0.01}};
+  s.device_kind = "cuda";
+  s.kernels_measured = true;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("kernel names: categories, Tensor Cores and friendly names", "[profile]") {
+  CHECK(kernel_category("void cudnn::bn_bw_1C11_kernel_new<float>") == "reduction / norm");
+  CHECK(kernel_category("nchwToNhwcKernel") == "layout / copy");
+  CHECK(kernel_category("sm80_xmma_fprop_implicit_gemm") == "gemm / conv");
+  CHECK(kernel_category("void at::native::CatArrayBatchedCopy<float>") == "layout / copy");
+  CHECK(kernel_category("void at::native::vectorized_elementwise_kernel<4>") == "elementwise");
+  CHECK(kernel_category("void at::native::reduce_kernel<512, 1>") == "reduction / norm");
+  CHECK(kernel_category("my_custom_thing") == "other");
+  CHECK(is_tensor_core_kernel("ampere_fp16_s16816gemm_fp16_128x128"));
+  CHECK_FALSE(is_tensor_core_kernel("ampere_sgemm_128x64_nn"));
+  CHECK(friendly_kernel_name("void cudnn::bn_fw_tr_1C11_kernel_NCHW") == "cudnn batchnorm (fwd)");
+  CHECK(friendly_kernel_name("cutlass_80_implicitgemm_f16") == "cutlass conv (implicit gemm)");
+  CHECK(friendly_kernel_name("void at::native::CatArrayBatchedCopy") == "concat");
+}
+
+TEST_CASE("window: ProfilerStep markers 2..8, the distinct steps inside", "[profile]") {
+  const auto window = pick_window(synthetic_gpu_trace(), std::nullopt);
+  CHECK(window.start_us == 200);
+  CHECK(window.end_us == 500);
+  CHECK(window.steps == 3);
+}
+
+TEST_CASE("synthetic GPU trace: known numbers and the host/launch verdict", "[profile]") {
+  const auto p = analyze(synthetic_gpu_trace(), std::nullopt, "trace.json");
+  CHECK(p["schema"] == "libreyolo.profile.analysis/v1");
+  CHECK(p["kernels_per_step"] == 5);
+  CHECK(p["mean_kernel_us"].get<double>() == Approx(58.0 / 5));
+  CHECK(p["tensorcore_pct"].get<double>() == Approx(100.0 * 15 / 58).margin(0.01));
+  CHECK(p["gpu_busy_ms_per_step"].get<double>() == Approx(0.058));
+  CHECK(p["step_ms"].get<double>() == Approx(0.1));  // trace only: window wall / steps
+  CHECK(p["gpu_util"].get<double>() == Approx(0.58).margin(1e-4));
+  CHECK(p["bound"] == "host / launch");
+  CHECK(p["bound_why"].get<std::string>().find("not measurable from trace alone") != std::string::npos);
+  CHECK(p["top_kernels"][0]["kernel"] == "cudnn batchnorm (bwd)");
+  CHECK(p["unique_kernels"] == 5);
+  double phase_gpu = 0;
+  for (const auto& row : p["phases"]) {
+    if (row["gpu_ms_per_step"].is_number()) phase_gpu += row["gpu_ms_per_step"].get<double>();
+    if (row["phase"] == "forward") CHECK(row["kernels_per_step"] == 3);
+    if (row["phase"] == "backward") CHECK(row["kernels_per_step"] == 2);
+  }
+  CHECK(phase_gpu == Approx(p["gpu_busy_ms_per_step"].get<double>()).margin(1e-3));
+  CHECK(p["metrics"]["forward_kernels"] == 3);
+  CHECK(p["categories"][0]["name"] == "reduction / norm");  // 20 + 5 us, before gemm / conv 15 + 8 us
+  CHECK(p["categories"][0]["ms_per_step"].get<double>() == Approx(0.025));
+}
+
+TEST_CASE("every verdict branch from a constructed case", "[profile]") {
+  SECTION("compute: kernels fill 87% of the step") {
+    const auto p = analyze(synthetic_gpu_trace(1.5), gpu_summary(0.1, 0.001), "t.json");
+    CHECK(p["bound"] == "compute");
+    CHECK(p["gpu_util"].get<double>() == Approx(0.87).margin(1e-3));
+    CHECK(p["img_per_s"].get<double>() == Approx(8 / 0.0001));
+  }
+  SECTION("dataloader: half the step waits for data") {
+    const auto p = analyze(synthetic_gpu_trace(1.5), gpu_summary(0.1, 0.05), "t.json");
+    CHECK(p["bound"] == "dataloader");
+    CHECK(p["dataload_frac"].get<double>() == Approx(0.5));
+  }
+  SECTION("memory-pressure: six cudaMalloc per step") {
+    const auto p = analyze(synthetic_gpu_trace(1.0, 6), gpu_summary(0.1, 0.05), "t.json");
+    CHECK(p["bound"] == "memory-pressure");
+    CHECK(p["cuda_mallocs_per_step"].get<double>() == 6);
+    CHECK(p["memory_pressure"] == true);
+  }
+  SECTION("memory-pressure: kernel time exceeds the step") {
+    const auto p = analyze(synthetic_gpu_trace(), gpu_summary(0.05, 0.0), "t.json");
+    CHECK(p["gpu_util_raw"].get<double>() > 1.05);
+    CHECK(p["bound"] == "memory-pressure");
+  }
+  SECTION("host / launch with a summary") {
+    const auto p = analyze(synthetic_gpu_trace(), gpu_summary(0.1, 0.001), "t.json");
+    CHECK(p["bound"] == "host / launch");
+    CHECK(p["host_overhead_ms_per_step"].get<double>() == Approx(0.1 - 0.058 - 0.001).margin(1e-6));
+    CHECK(p["bound_why"].get<std::string>().find("trace alone") == std::string::npos);
+  }
+  SECTION("no GPU trace: no utilisation, no compute or host verdict") {
+    StepSummary s = gpu_summary(0.1, 0.001);
+    s.kernels_measured = false;
+    s.kernels_missing_reason = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another profiler owns CUPTI";
+    Trace t = synthetic_gpu_trace();
+    std::erase_if(t.events, [](const Event& e) { return e.category == category::kernel; });
+    const auto p = analyze(t, s, "t.json");
+    CHECK(p["bound"] == "unknown");
+    CHECK(p["gpu_util"].is_null());
+    CHECK(p["gpu_trace"]["available"] == false);
+    CHECK(p["bound_why"].get<std::string>().find("MULTIPLE_SUBSCRIBERS") != std::string::npos);
+    CHECK(verdict_label(p["bound"]) == "NO VERDICT");
+  }
+  SECTION("no GPU trace but a starved loader: the dataloader verdict still holds") {
+    StepSummary s = gpu_summary(0.1, 0.05);
+    s.kernels_measured = false;
+    s.kernels_missing_reason = "CUPTI refused";
+    CHECK(analyze(Trace{}, s, "t.json")["bound"] == "dataloader");
+  }
+}
+
+TEST_CASE("CPU analogue: operator busy time on the training thread", "[profile]") {
+  // Steps of 1000 us; forward ops cover [100, 600) with a nested op (counted once); an op on a
+  // loader thread is not training-thread time.
+  const auto cpu_trace = [](double op_us) {
+    Trace t;
+    for (int k = 0; k < 6; ++k) {
+      const double s = 1000.0 * k;
+      t.events.push_back({.name = "ProfilerStep#" + std::to_string(k), .category = category::annotation, .start_us = s, .duration_us = 1000, .pid = 1, .tid = 1});
+      t.events.push_back({.name = "step/forward", .category = category::annotation, .start_us = s + 50, .duration_us = 900, .pid = 1, .tid = 1});
+      t.events.push_back({.name = "aten::conv2d", .category = category::cpu_op, .start_us = s + 100, .duration_us = op_us, .pid = 1, .tid = 1});
+      t.events.push_back({.name = "aten::convolution", .category = category::cpu_op, .start_us = s + 110, .duration_us = op_us / 2, .pid = 1, .tid = 1});
+      t.events.push_back({.name = "aten::copy_", .category = category::cpu_op, .start_us = s + 100, .duration_us = 800, .pid = 1, .tid = 2});
+    }
+    return t;
+  };
+  StepSummary s;
+  s.meta = {{"model", "YOLOv9-t"}, {"device", "cpu"}, {"batch", 2}, {"amp", false}};
+  s.real_steps = 10, s.step_ms = 1.0, s.dataload_ms = 0.01, s.device_kind = "cpu";
+  const auto host = analyze(cpu_trace(500), s, "t.json");
+  CHECK(host["cpu_busy_ms_per_step"].get<double>() == Approx(0.5));
+  CHECK(host["cpu_util"].get<double>() == Approx(0.5));
+  CHECK(host["bound"] == "host / launch");
+  CHECK(host["gpu_util"].is_null());
+  CHECK(host["ops"][0]["op"] == "aten::copy_");
+  const auto compute = analyze(cpu_trace(850), s, "t.json");
+  CHECK(compute["bound"] == "compute");
+  s.dataload_ms = 0.3;
+  CHECK(analyze(cpu_trace(850), s, "t.json")["bound"] == "dataloader");
+}
+
+TEST_CASE("summary JSON round trip", "[profile]") {
+  StepSummary s = gpu_summary(12.5, 3.0);
+  s.peak_vram_mb = 5540;
+  s.allocator_calls_per_step = 2;
+  const auto j = summary_to_json(s);
+  CHECK(j["real"]["img_per_s"].get<double>() == Approx(640.0));
+  CHECK(j["real"]["dataload_frac"].get<double>() == Approx(0.24));
+  const StepSummary back = summary_from_json(nlohmann::json::parse(j.dump()), "x");
+  CHECK(back.step_ms == 12.5);
+  CHECK(back.real_steps == 10);
+  CHECK(*back.peak_vram_mb == 5540);
+  CHECK(back.device_kind == "cuda");
+  CHECK_THROWS_AS(summary_from_json(nlohmann::json::object(), "x.json"), libreyolo::UsageError);
+}
