@@ -6,6 +6,7 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <fmt/format.h>
 #include <torch/csrc/cuda/nccl.h>
 
@@ -31,6 +32,23 @@ std::string cudnn_version_text(long version) {
 std::uint64_t cuda_reserved_bytes(int device) {
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
   return static_cast<std::uint64_t>(stats.reserved_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current);
+}
+
+AllocatorStats allocator_stats(int device) {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  return {.peak_allocated_bytes = static_cast<std::uint64_t>(
+              stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak),
+          .device_allocations = stats.num_device_alloc,
+          .device_frees = stats.num_device_free};
+}
+
+void reset_allocator_peak(int device) {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device));
+}
+
+void synchronize(int device) {
+  const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  c10::cuda::device_synchronize();
 }
 
 CudaInfo query_cuda_info() {

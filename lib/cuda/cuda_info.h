@@ -33,4 +33,15 @@ CudaInfo query_cuda_info();
 // bytes; 0 without CUDA.
 std::uint64_t cuda_reserved_bytes(int device);
 
+// The caching allocator's view of one device, for the profiler: peak allocated bytes since the
+// last reset_allocator_peak, and how often it called cudaMalloc / cudaFree. All 0 without CUDA.
+struct AllocatorStats {
+  std::uint64_t peak_allocated_bytes = 0;
+  std::int64_t device_allocations = 0;
+  std::int64_t device_frees = 0;
+};
+AllocatorStats allocator_stats(int device);
+void reset_allocator_peak(int device);
+void synchronize(int device);  // waits for all work on the device; nothing without CUDA
+
 }  // namespace libreyolo::cuda

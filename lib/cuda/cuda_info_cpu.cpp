@@ -4,6 +4,9 @@
 namespace libreyolo::cuda {
 
 std::uint64_t cuda_reserved_bytes(int) { return 0; }
+AllocatorStats allocator_stats(int) { return {}; }
+void reset_allocator_peak(int) {}
+void synchronize(int) {}
 
 CudaInfo query_cuda_info() {
   CudaInfo info;

@@ -1,7 +1,7 @@
 #include "data/dataset_yaml.h"
 
-#include "build_config.h"
 #include "core/error.h"
+#include "core/share_files.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -27,25 +27,12 @@ std::string lower(std::string text) {
   return text;
 }
 
-fs::path executable_dir() {
-  std::error_code error;
-  const auto self = fs::read_symlink("/proc/self/exe", error);
-  return error ? fs::path() : self.parent_path();
-}
-
-// Installed tree first (<prefix>/bin/../share/libreyolo), then the source tree of this build.
 fs::path find_builtin_yaml(const std::string& name) {
-  std::vector<fs::path> candidates;
-  if (const char* share = std::getenv("LIBREYOLO_SHARE")) candidates.emplace_back(share);
-  candidates.push_back(executable_dir() / ".." / "share" / "libreyolo");
-  candidates.emplace_back(LIBREYOLO_SHARE_DIR);
-  candidates.emplace_back(LIBREYOLO_SOURCE_SHARE_DIR);
-  for (const auto& folder : candidates) {
-    const auto path = folder / "datasets" / (name + ".yaml");
-    if (fs::exists(path)) return path;
+  try {
+    return find_share_file("datasets/" + name + ".yaml");
+  } catch (const RuntimeError& error) {
+    throw DataError(fmt::format("data={}: the built-in dataset YAML {}", name, error.what()));
   }
-  throw DataError(fmt::format("data={}: the built-in dataset YAML is missing from the installation (looked in {})", name,
-                              candidates.back().string()));
 }
 
 std::vector<fs::path> read_sources(const YAML::Node& node, const std::string& key, const fs::path& root,

@@ -207,7 +207,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
     if (!inside(e)) continue;
     if (e.category == category::kernel) {
       const auto launch = launches.find(e.correlation);
-      const std::string phase = launch != launches.end() ? phases.at(launch->second->start_us, launch->second->pid, launch->second->tid, true)
+      const std::string phase = launch != launches.end() ? phases.at(launch->second->start_us, 0, 0, false)
                                                          : phases.at(e.start_us, 0, 0, false);
       for (Table* table : {&kernels, &kernels_by_phase[phase]}) {
         (*table)[e.name].duration_us += e.duration_us;
@@ -237,11 +237,16 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   }
 
   const bool on_gpu = summary ? summary->device_kind == "cuda" : kernels_in_trace > 0;
-  bool kernels_measured = on_gpu && kernels_in_trace > 0 && (!summary || summary->kernels_measured);
+  const bool kernels_measured = on_gpu && kernels_in_trace > 0 && (!summary || summary->kernels_measured);
+  const bool ops_measured = !op_intervals.empty();
+  const bool busy_measured = on_gpu ? kernels_measured : ops_measured;
   std::string missing_reason;
-  if (on_gpu && !kernels_measured) {
-    missing_reason = summary && !summary->kernels_missing_reason.empty() ? summary->kernels_missing_reason
-                                                                          : "the trace holds no GPU kernel events";
+  if (!busy_measured) {
+    if (summary && !summary->trace_missing_reason.empty()) {
+      missing_reason = summary->trace_missing_reason;
+    } else {
+      missing_reason = on_gpu ? "the trace holds no GPU kernel events" : "the trace holds no CPU operator events";
+    }
   }
 
   const double wall_ms = (window.end_us - window.start_us) / 1000.0;
@@ -287,8 +292,8 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   const bool amp = summary ? summary->amp() : true;
 
   const Verdict verdict = decide_verdict({.on_gpu = on_gpu,
-                                          .kernels_measured = kernels_measured,
-                                          .kernels_missing_reason = missing_reason,
+                                          .busy_measured = busy_measured,
+                                          .busy_missing_reason = missing_reason,
                                           .dataload_fraction = dataload_fraction,
                                           .utilisation_raw = utilisation_raw,
                                           .allocator_calls_per_step = on_gpu ? allocator_calls_per_step : std::nullopt,
@@ -363,6 +368,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   j["gpu_trace"] = {{"available", kernels_measured},
                     {"reason", on_gpu && !kernels_measured ? nlohmann::ordered_json(missing_reason)
                                                            : on_gpu ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json("training on the CPU")}};
+  j["cpu_ops_trace"] = {{"available", ops_measured}};
   j["bound"] = verdict.bound;
   j["bound_why"] = verdict.why;
   j["levers"] = verdict.levers;
@@ -372,8 +378,9 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   j["dataload_frac"] = number_or_null(dataload_fraction, 3);
   j["gpu_util"] = gpu_value(std::min(utilisation_raw, 1.0), 4);
   j["gpu_util_raw"] = gpu_value(utilisation_raw, 4);
-  j["cpu_util"] = on_gpu ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rounded(std::min(utilisation_raw, 1.0), 4));
-  j["cpu_busy_ms_per_step"] = on_gpu ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rounded(cpu_busy_ms, 3));
+  const bool cpu_busy_known = !on_gpu && ops_measured;
+  j["cpu_util"] = cpu_busy_known ? nlohmann::ordered_json(rounded(std::min(utilisation_raw, 1.0), 4)) : nlohmann::ordered_json(nullptr);
+  j["cpu_busy_ms_per_step"] = cpu_busy_known ? nlohmann::ordered_json(rounded(cpu_busy_ms, 3)) : nlohmann::ordered_json(nullptr);
   j["memory_pressure"] = memory_pressure;
   j["cuda_mallocs_per_step"] = number_or_null(on_gpu ? allocator_calls_per_step : std::nullopt, 1);
   j["host_overhead_ms_per_step"] = rounded(host_overhead_ms, 3);

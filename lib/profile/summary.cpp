@@ -51,7 +51,8 @@ nlohmann::ordered_json summary_to_json(const StepSummary& s) {
   j["composition_total_ms"] = total > 0 ? rounded(total, 3) : 1.0;
   j["device_kind"] = s.device_kind;
   j["gpu_trace"] = {{"available", s.kernels_measured},
-                    {"reason", s.kernels_measured ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.kernels_missing_reason)}};
+                    {"reason", s.kernels_measured ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.trace_missing_reason)}};
+  j["trace_missing_reason"] = s.trace_missing_reason.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.trace_missing_reason);
   j["peak_vram_mb"] = optional_json(s.peak_vram_mb);
   j["allocator_calls_per_step"] = optional_json(s.allocator_calls_per_step);
   j["trace"] = optional_json(s.trace);
@@ -85,10 +86,11 @@ StepSummary summary_from_json(const nlohmann::json& j, const std::string& source
                                              ? std::string("cuda") : std::string("cpu"));
   if (j.contains("gpu_trace") && j["gpu_trace"].is_object()) {
     s.kernels_measured = j["gpu_trace"].value("available", false);
-    if (j["gpu_trace"].contains("reason") && j["gpu_trace"]["reason"].is_string()) s.kernels_missing_reason = j["gpu_trace"]["reason"];
+    if (j["gpu_trace"].contains("reason") && j["gpu_trace"]["reason"].is_string()) s.trace_missing_reason = j["gpu_trace"]["reason"];
   } else {
     s.kernels_measured = s.device_kind == "cuda";
   }
+  if (j.contains("trace_missing_reason") && j["trace_missing_reason"].is_string()) s.trace_missing_reason = j["trace_missing_reason"];
   if (j.contains("peak_vram_mb") && j["peak_vram_mb"].is_number()) s.peak_vram_mb = j["peak_vram_mb"].get<double>();
   if (j.contains("allocator_calls_per_step") && j["allocator_calls_per_step"].is_number()) {
     s.allocator_calls_per_step = j["allocator_calls_per_step"].get<double>();

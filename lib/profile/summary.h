@@ -29,7 +29,7 @@ struct StepSummary {
   std::map<std::string, double> composition_ms;  // synchronised means per phase
   std::string device_kind = "cpu";               // "cuda" or "cpu"
   bool kernels_measured = false;                 // a GPU kernel trace exists (CUDA only)
-  std::string kernels_missing_reason;
+  std::string trace_missing_reason;              // why no kernel (GPU) or operator (CPU) trace exists
   std::optional<double> peak_vram_mb;
   std::optional<double> allocator_calls_per_step;  // caching-allocator device mallocs + frees, unsynced half
   std::optional<std::string> trace;                // path of profile_trace.json

@@ -23,6 +23,9 @@ inline constexpr const char* memset = "gpu_memset";
 inline constexpr const char* runtime = "cuda_runtime";  // cudaLaunchKernel, cudaMalloc, ...
 }  // namespace category
 
+// GPU events use this plus the device index as their process id (never a real pid).
+inline constexpr std::int64_t kGpuProcessBase = 1'000'000;
+
 // One complete event ("ph": "X"). Times in microseconds on one clock.
 struct Event {
   std::string name;

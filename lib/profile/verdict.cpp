@@ -15,7 +15,7 @@ constexpr const char* kDataloaderLevers = "workers↑, cache='ram'/'disk', light
 Verdict gpu_verdict(const VerdictInputs& in) {
   const double utilisation = std::min(in.utilisation_raw, 1.0);
   const bool allocator_pressure = in.allocator_calls_per_step && *in.allocator_calls_per_step >= kAllocatorCallsPerStep;
-  const bool over_subscribed = in.kernels_measured && in.utilisation_raw > kOverSubscribedUtilisation;
+  const bool over_subscribed = in.busy_measured && in.utilisation_raw > kOverSubscribedUtilisation;
   Verdict v;
   if (allocator_pressure || over_subscribed) {
     v.bound = "memory-pressure";
@@ -29,10 +29,10 @@ Verdict gpu_verdict(const VerdictInputs& in) {
     v.bound = "dataloader";
     v.why = fmt::format("the GPU waits on input data (~{} of the step)", percent(*in.dataload_fraction));
     v.levers = kDataloaderLevers;
-  } else if (!in.kernels_measured) {
+  } else if (!in.busy_measured) {
     v.bound = "unknown";
     v.why = fmt::format("no GPU kernel trace ({}), so GPU utilisation was not measured and no compute or host/launch "
-                        "verdict is drawn", in.kernels_missing_reason.empty() ? "reason unknown" : in.kernels_missing_reason);
+                        "verdict is drawn", in.busy_missing_reason.empty() ? "reason unknown" : in.busy_missing_reason);
     v.levers = "fix the trace (run without Nsight/other CUPTI users, check CUPTI permissions) and profile again";
   } else if (utilisation >= kComputeUtilisation) {
     v.bound = "compute";
@@ -58,6 +58,11 @@ Verdict cpu_verdict(const VerdictInputs& in) {
     v.bound = "dataloader";
     v.why = fmt::format("the training thread waits on input data (~{} of the step)", percent(*in.dataload_fraction));
     v.levers = kDataloaderLevers;
+  } else if (!in.busy_measured) {
+    v.bound = "unknown";
+    v.why = fmt::format("no operator trace ({}), so CPU utilisation was not measured and no compute or host/launch verdict "
+                        "is drawn", in.busy_missing_reason.empty() ? "reason unknown" : in.busy_missing_reason);
+    v.levers = "profile with profile_trace=true";
   } else if (utilisation >= kComputeUtilisation) {
     v.bound = "compute";
     v.why = fmt::format("the CPU is busy in operators ~{} of the step", percent(utilisation));

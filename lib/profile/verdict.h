@@ -11,9 +11,10 @@ namespace libreyolo::profile {
 
 struct VerdictInputs {
   bool on_gpu = true;
-  // GPU only: false when no kernel trace could be had (CUPTI refused, another subscriber, ...).
-  bool kernels_measured = true;
-  std::string kernels_missing_reason;
+  // False when the busy time was not measured: no GPU kernel trace (CUPTI refused, another
+  // subscriber, ...) or, on the CPU, no operator trace (profile_trace=false).
+  bool busy_measured = true;
+  std::string busy_missing_reason;
   // Share of the step spent waiting for the next batch; unset when only a trace was given.
   std::optional<double> dataload_fraction;
   // GPU: kernel busy time / step time, unclamped. CPU: operator busy time on the training thread / step time.

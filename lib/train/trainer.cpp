@@ -11,6 +11,7 @@
 #include "models/targets.h"
 #include "models/yolo9/loss.h"
 #include "models/yolox/loss.h"
+#include "profile/step_profiler.h"
 #include "train/amp.h"
 #include "train/ema.h"
 #include "train/optimizer.h"
@@ -191,6 +192,28 @@ class Progress {
   bool quiet_, tty_;
   std::vector<std::string> names_;
 };
+
+std::unique_ptr<profile::StepProfiler> make_profiler(const config::Config& config, const fs::path& run_dir, const c10::Device& device,
+                                                    const std::string& model_name, int batch, int image_size, bool autocast,
+                                                    const std::string& amp_dtype, int workers, std::int64_t accumulate) {
+  if (!config.get_bool("profile")) return nullptr;
+  if (const char* world = std::getenv("WORLD_SIZE"); world && std::atoi(world) > 1) {
+    log::warn("profile=true is ignored under distributed training.");
+    return nullptr;
+  }
+  nlohmann::ordered_json meta = {{"model", model_name}, {"device", device.str()}, {"batch", batch}, {"imgsz", image_size},
+                                 {"amp", autocast}, {"amp_dtype", autocast ? nlohmann::ordered_json(amp_dtype) : nlohmann::ordered_json(nullptr)},
+                                 {"workers", workers}};
+  return std::make_unique<profile::StepProfiler>(profile::ProfilerOptions{
+      .warmup = static_cast<int>(config.get_int("profile_warmup")),
+      .steps = static_cast<int>(config.get_int("profile_steps")),
+      .accumulate = static_cast<int>(accumulate),
+      .trace = config.get_bool("profile_trace"),
+      .quiet = config.get_bool("quiet"),
+      .device = device,
+      .meta = std::move(meta),
+      .run_dir = run_dir});
+}
 
 }  // namespace
 
@@ -388,6 +411,10 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   const int patience = static_cast<int>(config.get_int("patience"));
   Progress progress(config.get_bool("quiet"), loss_names);
   SignalScope signals;
+  std::unique_ptr<profile::StepProfiler> profiler = make_profiler(config, run_dir, device, model.display_name, batch_size,
+                                                                  image_size, autocast, amp_dtype_name, workers, accumulate);
+  const bool profile_then_stop = profiler && config.get_bool("profile_then_stop");
+  bool profiled_stop = false;
 
   double last_epoch_loss = std::nan("");
   // Running loss sums of the current epoch; saved with a mid-epoch last.pt so that the resumed
@@ -483,17 +510,25 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
     std::string line;
     while (true) {
       const auto wait_start = Clock::now();
+      if (profiler) profiler->before_fetch();
       auto batch = loader.next();
+      if (profiler) profiler->after_fetch();
       wait_seconds += seconds_since(wait_start);
       if (!batch) break;
       const std::int64_t b = batch->images.size(0);
-      const at::Tensor x = eval::network_input(batch->images, family, device);
-      const auto targets = models::pad_targets(batch->targets, b, x.size(3), x.size(2)).to(device);
+      at::Tensor x;
+      models::TargetBatch targets;
+      {
+        const auto phase = profile::scoped_phase(profiler.get(), "to_device");
+        x = eval::network_input(batch->images, family, device);
+        targets = models::pad_targets(batch->targets, b, x.size(3), x.size(2)).to(device);
+      }
       const std::int64_t window_start = (done / accumulate) * accumulate;
       const std::int64_t window = std::min<std::int64_t>(accumulate, batches - window_start);
       if (done == window_start) optimizer->zero_grad(/*set_to_none=*/true);
       models::LossTerms terms;
       {
+        const auto phase = profile::scoped_phase(profiler.get(), "forward");
         AutocastGuard guard(device.type(), amp_dtype, autocast);
         const auto maps = model.forward(x);
         terms = family == "yolox" ? models::yolox::loss(maps, targets, yolox_loss)
@@ -514,17 +549,23 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
                                        "from before this step. Lower lr0, check the labels, or train in float32 (amp=false)",
                                        loss_value, epoch + 1, done + 1, (weights_dir / "last.pt").string()));
       }
-      scaler.scale(total / static_cast<double>(window)).backward();
+      {
+        const auto phase = profile::scoped_phase(profiler.get(), "backward");
+        scaler.scale(total / static_cast<double>(window)).backward();
+      }
       ++done;
       if (done - window_start == window) {
-        if (clip > 0) {
-          scaler.unscale(*optimizer);
-          std::vector<at::Tensor> params;
-          for (const auto& p : model.module->parameters()) if (p.grad().defined()) params.push_back(p);
-          torch::nn::utils::clip_grad_norm_(params, clip);
+        {
+          const auto phase = profile::scoped_phase(profiler.get(), "optimizer");
+          if (clip > 0) {
+            scaler.unscale(*optimizer);
+            std::vector<at::Tensor> params;
+            for (const auto& p : model.module->parameters()) if (p.grad().defined()) params.push_back(p);
+            torch::nn::utils::clip_grad_norm_(params, clip);
+          }
+          scaler.step(*optimizer);
+          scaler.update();
         }
-        scaler.step(*optimizer);
-        scaler.update();
         if (ema) ema->update(*model.module);
         ++optimizer_steps;
         apply_schedule(optimizer_steps);
@@ -541,6 +582,16 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
                            static_cast<std::size_t>(done), static_cast<std::size_t>(batches), elapsed,
                            images_seen / std::max(elapsed, 1e-9), wait_seconds / std::max(elapsed, 1e-9));
       progress.update(line, false);
+      if (profiler && profiler->end_step()) {
+        if (profile_then_stop) {
+          progress.update(line, true);
+          log::info("Profile-only run (profile_then_stop=true): training stopped after the profile window in {:.1f}s; the "
+                    "partial epoch was not validated or checkpointed", seconds_since(started));
+          profiled_stop = true;
+          break;
+        }
+        log::info("Profile window complete; training continues (profile_then_stop=true stops here instead)");
+      }
       if (++batches_this_process == stop_after_batches) std::raise(SIGINT);
       if (stop_signal && done - window_start == window) {
         progress.update(line, true);
@@ -553,7 +604,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
         break;
       }
     }
-    if (exit_code) break;
+    if (exit_code || profiled_stop) break;
     progress.update(line, true);
     const double epoch_seconds = seconds_since(epoch_start);
     const double data_share = wait_seconds / std::max(seconds_since(work_start), 1e-9);
@@ -633,7 +684,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   }
   const double hours = seconds_since(started) / 3600;
   nlohmann::ordered_json result;
-  result["state"] = exit_code ? "interrupted" : "completed";
+  result["state"] = exit_code ? "interrupted" : profiled_stop ? "profiled" : "completed";
   result["epochs_completed"] = exit_code ? epoch : std::min(epoch, epochs);
   result["final_loss"] = last_epoch_loss;
   result["best_epoch"] = best_epoch;
@@ -646,7 +697,16 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   result["last_checkpoint"] = (weights_dir / "last.pt").string();
   if (best_epoch) result["best_checkpoint"] = (weights_dir / "best.pt").string();
   result["seconds"] = seconds_since(started);
-  if (!exit_code) {
+  if (profiler && profiler->result()) {
+    result["profile"] = profiler->result()->profile_json.string();
+    result["profile_bound"] = profiler->result()->bound;
+  } else if (profiler) {
+    log::warn("profile=true: the profile window (warmup {} + steps {}) never filled; train longer or lower profile_steps",
+              profiler->options().warmup, profiler->options().steps);
+  }
+  if (profiled_stop) {
+    status("profiled", epoch, 0);
+  } else if (!exit_code) {
     status("completed", epoch, 0);
     log::info("Training complete: {} epochs in {:.3f}h", epoch - start_epoch, hours);
     if (best_epoch) log::info("Best mAP50: {:.4f}, mAP50-95: {:.4f} (epoch {})", best_map50, best_metric, best_epoch);

@@ -136,7 +136,7 @@ TEST_CASE("every verdict branch from a constructed case", "[profile]") {
   SECTION("no GPU trace: no utilisation, no compute or host verdict") {
     StepSummary s = gpu_summary(0.1, 0.001);
     s.kernels_measured = false;
-    s.kernels_missing_reason = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another profiler owns CUPTI";
+    s.trace_missing_reason = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another profiler owns CUPTI";
     Trace t = synthetic_gpu_trace();
     std::erase_if(t.events, [](const Event& e) { return e.category == category::kernel; });
     const auto p = analyze(t, s, "t.json");
@@ -149,7 +149,7 @@ TEST_CASE("every verdict branch from a constructed case", "[profile]") {
   SECTION("no GPU trace but a starved loader: the dataloader verdict still holds") {
     StepSummary s = gpu_summary(0.1, 0.05);
     s.kernels_measured = false;
-    s.kernels_missing_reason = "CUPTI refused";
+    s.trace_missing_reason = "CUPTI refused";
     CHECK(analyze(Trace{}, s, "t.json")["bound"] == "dataloader");
   }
 }

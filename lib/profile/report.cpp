@@ -1,0 +1,96 @@
+#include "profile/report.h"
+
+#include "profile/verdict.h"
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace libreyolo::profile {
+
+namespace {
+
+double number(const nlohmann::ordered_json& j, const char* key, double fallback = 0) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+std::string text_of(const nlohmann::ordered_json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "-";
+  return value.dump();
+}
+
+std::string bar(double percent) {
+  const int filled = static_cast<int>(percent / 5.0 + 0.5);
+  std::string s;
+  for (int i = 0; i < 20; ++i) s += i < filled ? '#' : '.';
+  return s;
+}
+
+}  // namespace
+
+std::string format_report(const nlohmann::ordered_json& p, const std::string& timeline_path, const std::string& trace_path) {
+  std::string out;
+  const auto line = [&](const std::string& text) { out += text + "\n"; };
+  const std::string rule(64, '=');
+  const auto& config = p.value("config", nlohmann::ordered_json::object());
+  const bool gpu = p.value("device_kind", "cpu") == "cuda";
+  line(rule);
+  line(fmt::format("  LibreYOLO training profile — {}", p.value("model", std::string("?"))));
+  line(fmt::format("  device={} batch={} imgsz={} amp={} workers={}", text_of(config.value("device", nlohmann::ordered_json())),
+                   text_of(config.value("batch", nlohmann::ordered_json())), text_of(config.value("imgsz", nlohmann::ordered_json())),
+                   text_of(config.value("amp", nlohmann::ordered_json())), text_of(config.value("workers", nlohmann::ordered_json()))));
+  const double step = number(p, "step_ms"), dataload = number(p, "dataload_ms");
+  line(fmt::format("  REAL step {:.1f} ms = dataload {:.1f} ms + compute {:.1f} ms  ->  {:.1f} img/s", step, dataload,
+                   std::max(step - dataload, 0.0), number(p, "img_per_s")));
+  if (gpu && p["gpu_trace"].value("available", false)) {
+    line(fmt::format("  GPU util {:.0f}%  ({:.1f} ms GPU-busy / {:.1f} ms step)  |  {} kernels/step @ ~{:.0f}us",
+                     100 * number(p, "gpu_util"), number(p, "gpu_busy_ms_per_step"), step,
+                     static_cast<long long>(number(p, "kernels_per_step")), number(p, "mean_kernel_us")));
+    line(fmt::format("  peak VRAM {:.0f} MB  |  Tensor Cores {:.0f}% of GPU time  |  memcpy {:.1f} ms/step",
+                     number(p, "peak_vram_mb"), number(p, "tensorcore_pct"), number(p, "memcpy_ms_per_step")));
+  } else if (gpu) {
+    line(fmt::format("  GPU util not measured: {}", text_of(p["gpu_trace"]["reason"])));
+    line(fmt::format("  peak VRAM {:.0f} MB", number(p, "peak_vram_mb")));
+  } else if (p["cpu_util"].is_number()) {
+    line(fmt::format("  CPU util {:.0f}%  ({:.1f} ms in operators / {:.1f} ms step on the training thread)  |  {} ops/step",
+                     100 * number(p, "cpu_util"), number(p, "cpu_busy_ms_per_step"), step,
+                     p["metrics"].value("ops_per_step", 0)));
+  }
+  line(fmt::format("  >> VERDICT: {} — {}.", verdict_label(p.value("bound", "")), p.value("bound_why", "")));
+  line(fmt::format("     Levers: {}.", p.value("levers", "")));
+  if (gpu && !p["categories"].empty()) {
+    line("  GPU kernel mix:");
+    for (const auto& c : p["categories"]) {
+      line(fmt::format("    {:<18} {} {:5.1f}%  {:.2f} ms/step", c.value("name", ""), bar(number(c, "pct")), number(c, "pct"),
+                       number(c, "ms_per_step")));
+    }
+    line("  top kernels (per step):");
+    int shown = 0;
+    for (const auto& k : p["top_kernels"]) {
+      if (shown++ == 6) break;
+      line(fmt::format("    {:5.1f}%  {:7.3f} ms  x{:<4} {}", number(k, "pct_of_gpu"), number(k, "ms_per_step"),
+                       k.value("count_per_step", 0), k.value("kernel", "")));
+    }
+  } else if (!p["ops"].empty()) {
+    line("  top operators (per step; nested operators count in their parents too):");
+    int shown = 0;
+    for (const auto& o : p["ops"]) {
+      if (shown++ == 6) break;
+      line(fmt::format("    {:5.1f}%  {:7.3f} ms  x{:<4} {}", number(o, "pct_of_cpu_ops"), number(o, "ms_per_step"),
+                       o.value("count_per_step", 0), o.value("op", "")));
+    }
+  }
+  if (p.contains("composition_ms") && p["composition_ms"].is_object()) {
+    std::string phases;
+    for (const auto& [phase, ms] : p["composition_ms"].items()) {
+      phases += fmt::format("{}{} {:.1f}ms", phases.empty() ? "" : " · ", phase, ms.is_number() ? ms.get<double>() : 0.0);
+    }
+    line("  per-phase wall (synced): " + phases);
+  }
+  if (!timeline_path.empty()) line(fmt::format("  timeline:  {}      raw trace: {}  (load in Perfetto/Nsight if you want)", timeline_path, trace_path));
+  line(rule);
+  return out;
+}
+
+}  // namespace libreyolo::profile
