@@ -75,13 +75,16 @@ void StepProfiler::start_window() {
 
 void StepProfiler::before_fetch() {
   if (finished_) return;
-  if (step_index_ == options_.warmup && measured_ == 0) start_window();
+  if (step_index_ == options_.warmup && !window_started_) {
+    window_started_ = true;
+    start_window();
+  }
   fetch_start_us_ = now_us();
   step_start_us_ = fetch_start_us_;
 }
 
-void StepProfiler::after_fetch() {
-  if (!active()) return;
+void StepProfiler::after_fetch(bool got_batch) {
+  if (!active() || !got_batch) return;
   const double end = now_us();
   add_span("step/dataload", fetch_start_us_, end);
   if (!synced_half()) dataload_us_ += end - fetch_start_us_;

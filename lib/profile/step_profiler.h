@@ -44,9 +44,9 @@ class StepProfiler {
   StepProfiler(const StepProfiler&) = delete;
   StepProfiler& operator=(const StepProfiler&) = delete;
 
-  // Around the loader's next(): the data wait.
+  // Around the loader's next(): the data wait. The fetch that ends an epoch (no batch) is not a step.
   void before_fetch();
-  void after_fetch();
+  void after_fetch(bool got_batch);
 
   // One phase of the step (to_device, forward, backward, optimizer). Synchronised in the second half.
   class Phase {
@@ -83,6 +83,7 @@ class StepProfiler {
   int step_index_ = 0;
   int measured_ = 0;
   bool finished_ = false;
+  bool window_started_ = false;
   double fetch_start_us_ = 0;
   double step_start_us_ = 0;
   double real_step_us_ = 0;

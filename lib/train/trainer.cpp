@@ -512,7 +512,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
       const auto wait_start = Clock::now();
       if (profiler) profiler->before_fetch();
       auto batch = loader.next();
-      if (profiler) profiler->after_fetch();
+      if (profiler) profiler->after_fetch(batch.has_value());
       wait_seconds += seconds_since(wait_start);
       if (!batch) break;
       const std::int64_t b = batch->images.size(0);

@@ -16,6 +16,7 @@ int run_predict(const Arguments& arguments);  // detections on images, drawn + Y
 int run_data(const Arguments& arguments);        // data check|preview|bench|synth
 int run_data_bench(const Arguments& arguments);  // data bench
 int run_info(const Arguments& arguments);        // model summary
+int run_profile(const Arguments& arguments);     // profile run|summary|phases|kernels|ops|get|compare
 int run_man_options(const Arguments& arguments);  // troff OPTIONS section, for maintainers
 
 }  // namespace libreyolo::cli

@@ -18,10 +18,11 @@ struct Subcommand {
   std::string_view summary;
 };
 
-constexpr std::array<Subcommand, 9> kSubcommands{{
+constexpr std::array<Subcommand, 10> kSubcommands{{
     {"train", libreyolo::cli::run_train, "train a detector: libreyolo train model=yolo9-t data=coco8 epochs=10"},
     {"val", libreyolo::cli::run_val, "COCO mAP of a model: libreyolo val model=runs/train/exp/weights/best.pt data=coco8"},
     {"predict", libreyolo::cli::run_predict, "detect on images: libreyolo predict model=best.pt source=images/"},
+    {"profile", libreyolo::cli::run_profile, "where the step time goes: libreyolo profile run coco8 --batch 8 --imgsz 320"},
     {"data", libreyolo::cli::run_data, "inspect a dataset: libreyolo data check data=coco128"},
     {"info", libreyolo::cli::run_info, "layers, parameters and GFLOPs: libreyolo info model=yolo9-s imgsz=640"},
     {"cfg", libreyolo::cli::run_cfg, "print every key with its resolved value: libreyolo cfg model=yolo9-s"},

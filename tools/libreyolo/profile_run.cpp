@@ -1,0 +1,74 @@
+#include "profile_run.h"
+
+#include "core/atomic_file.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/run_dir.h"
+#include "data/dataset_yaml.h"
+#include "profile/trials.h"
+#include "train/trainer.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace libreyolo::cli {
+
+namespace fs = std::filesystem;
+
+int run_profile_trials(const ProfileRunOptions& o, bool json) {
+  (void)data::load_dataset_spec(o.data);  // a wrong data= fails before any folder is made
+  const std::string model = o.model.empty() ? "yolo9-" + o.size : o.model;
+  std::vector<nlohmann::ordered_json> trials;
+  std::vector<std::string> paths;
+  for (int trial = 1; trial <= o.repeat; ++trial) {
+    const std::string name = o.repeat == 1 ? "prof" : fmt::format("prof_{}", trial);
+    const std::vector<std::string> arguments{
+        "model=" + model, "data=" + o.data, fmt::format("batch={}", o.batch), fmt::format("imgsz={}", o.image_size),
+        fmt::format("workers={}", o.workers), fmt::format("amp={}", o.amp), "device=" + o.device, "profile=true",
+        "profile_then_stop=true", fmt::format("profile_steps={}", o.steps), fmt::format("profile_warmup={}", o.warmup),
+        // enough epochs that a tiny dataset still fills the window
+        fmt::format("epochs={}", o.warmup + o.steps + 5), "no_aug_epochs=0", "val=false", "profile_open=false",
+        "project=" + o.project, "name=" + name, "exist_ok=true", fmt::format("quiet={}", json)};
+    const auto config = config::Config::from_arguments(config::command_train, arguments);
+    log::set_quiet(json);
+    const fs::path run_dir = create_run_dir(o.project, name, true);
+    fs::remove(run_dir / "profile.json");  // never read a previous run's profile
+    write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
+    if (o.repeat > 1 && !json) log::info("profile run: trial {}/{} in {}", trial, o.repeat, run_dir.string());
+    const auto outcome = train::run_training(config, run_dir);
+    if (outcome.exit_code) return outcome.exit_code;
+    const fs::path profile = run_dir / "profile.json";
+    if (!fs::exists(profile)) {
+      fmt::print(stderr,
+                 "libreyolo: error: no profile produced for run {}: the window (warmup {} + steps {}) never filled; lower "
+                 "--steps/--warmup or use a larger dataset\n",
+                 trial, o.warmup, o.steps);
+      return 3;
+    }
+    std::ifstream in(profile);
+    trials.push_back(nlohmann::ordered_json::parse(in));
+    paths.push_back(profile.string());
+  }
+  nlohmann::ordered_json result = trials.back();
+  fs::path result_path = paths.back();
+  if (o.repeat > 1) {
+    result = profile::aggregate_trials(trials, paths);
+    result_path = fs::path(o.project) / "profile_repeat.json";
+    write_file_atomically(result_path, result.dump(2));
+  }
+  if (json) {
+    fmt::print("{}\n", result.dump(2));
+    return 0;
+  }
+  const double std = result.value("img_per_s_std", 0.0);
+  fmt::print("img/s: {:.2f} +/- {:.2f} (n={})  |  {}\n", result.value("img_per_s", 0.0), std, o.repeat, result.value("bound", ""));
+  fmt::print("profile: {}\n", result_path.string());
+  fmt::print("next: libreyolo profile summary {}\n", result_path.string());
+  return 0;
+}
+
+}  // namespace libreyolo::cli
