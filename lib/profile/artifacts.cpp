@@ -7,12 +7,29 @@
 #include "profile/timeline.h"
 
 #include <fmt/core.h>
+#include <spawn.h>
+
+#include <cstdlib>
 
 namespace libreyolo::profile {
 
 namespace fs = std::filesystem;
 
-ProfileResult write_artifacts(const fs::path& run_dir, StepSummary summary, const Trace* trace, bool quiet) {
+namespace {
+
+void open_in_browser(const fs::path& page) {
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) return;
+  const std::string url = "file://" + fs::absolute(page).string();
+  char* const argv[] = {const_cast<char*>("xdg-open"), const_cast<char*>(url.c_str()), nullptr};
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, "xdg-open", nullptr, nullptr, argv, environ) != 0) {
+    log::info("Profiler: could not run xdg-open; open {} yourself", url);
+  }
+}
+
+}  // namespace
+
+ProfileResult write_artifacts(const fs::path& run_dir, StepSummary summary, const Trace* trace, bool quiet, bool open) {
   fs::create_directories(run_dir);
   const fs::path trace_path = run_dir / "profile_trace.json", summary_path = run_dir / "profile_summary.json",
                  profile_path = run_dir / "profile.json", timeline_path = run_dir / "timeline.html";
@@ -30,6 +47,7 @@ ProfileResult write_artifacts(const fs::path& run_dir, StepSummary summary, cons
   const std::string report = format_report(analysis, trace ? timeline_path.string() : "", trace_path.string());
   if (!quiet) fmt::print(stderr, "{}", report);
   log::to_file(report);
+  if (open && trace) open_in_browser(timeline_path);
   return {.profile_json = profile_path,
           .bound = analysis["bound"].get<std::string>(),
           .images_per_second = analysis["img_per_s"].is_number() ? analysis["img_per_s"].get<double>() : 0.0};

@@ -12,6 +12,8 @@
 namespace libreyolo::profile {
 
 // `trace` may be null (profile_trace=false): then only the summary and profile.json are written.
-ProfileResult write_artifacts(const std::filesystem::path& run_dir, StepSummary summary, const Trace* trace, bool quiet);
+// `open`: hand timeline.html to xdg-open when $DISPLAY or $WAYLAND_DISPLAY says there is a screen.
+ProfileResult write_artifacts(const std::filesystem::path& run_dir, StepSummary summary, const Trace* trace, bool quiet,
+                              bool open = false);
 
 }  // namespace libreyolo::profile

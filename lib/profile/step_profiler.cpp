@@ -169,7 +169,7 @@ void StepProfiler::finish() {
   }
   summary.kernels_measured = options_.device.is_cuda() && trace && trace_missing_reason_.empty();
   summary.trace_missing_reason = trace_missing_reason_;
-  result_ = write_artifacts(options_.run_dir, summary, trace ? &*trace : nullptr, options_.quiet);
+  result_ = write_artifacts(options_.run_dir, summary, trace ? &*trace : nullptr, options_.quiet, options_.open);
 }
 
 }  // namespace libreyolo::profile

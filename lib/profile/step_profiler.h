@@ -26,6 +26,7 @@ struct ProfilerOptions {
   int accumulate = 1;  // the window is rounded up to whole accumulation windows
   bool trace = true;   // collect operator / kernel traces (profile_trace.json, timeline.html)
   bool quiet = false;  // no console report
+  bool open = false;   // open timeline.html in a browser when a display is available
   c10::Device device = c10::Device(c10::kCPU);
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();  // model, device, batch, imgsz, amp, amp_dtype, workers
   std::filesystem::path run_dir;

@@ -210,6 +210,7 @@ std::unique_ptr<profile::StepProfiler> make_profiler(const config::Config& confi
       .accumulate = static_cast<int>(accumulate),
       .trace = config.get_bool("profile_trace"),
       .quiet = config.get_bool("quiet"),
+      .open = config.get_bool("profile_open"),
       .device = device,
       .meta = std::move(meta),
       .run_dir = run_dir});
