@@ -38,8 +38,8 @@ def epoch_speed(binary, data, args, work, name):
 
 def window_step_ms(binary, data, args, work, name, trace):
     run = work / name
-    command = [str(binary), "train", "model=yolo9-t", f"data={data}", f"imgsz={args.imgsz}", f"batch={args.batch}", "epochs=1",
-               "val=false", "workers=2", "no_aug_epochs=0", "profile=true", "profile_then_stop=true", "profile_warmup=3",
+    command = [str(binary), "train", "model=yolo9-t", f"data={data}", f"imgsz={args.imgsz}", f"batch={args.batch}", "epochs=3",
+               "val=false", f"workers={args.workers}", "cache=ram", "no_aug_epochs=0", "profile=true", "profile_then_stop=true", "profile_warmup=3",
                f"profile_steps={args.steps}", f"profile_trace={str(trace).lower()}", f"project={work}", f"name={name}",
                "exist_ok=true", "quiet=true"]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -51,8 +51,9 @@ def main():
     parser.add_argument("--baseline", help="libreyolo binary built without the profiler (skip figure 1 if absent)")
     parser.add_argument("--imgsz", type=int, default=160)
     parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=10, help="profile_steps (the unsynchronised half is steps/2)")
+    parser.add_argument("--steps", type=int, default=20, help="profile_steps (the unsynchronised half is steps/2)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=1, help="loader workers for the window runs (fewer: less CPU contention)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)

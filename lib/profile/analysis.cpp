@@ -145,12 +145,49 @@ std::vector<std::string> ordered_phases(const std::set<std::string>& present) {
 
 }  // namespace
 
-AnalysisWindow pick_window(const Trace& trace, const std::optional<StepSummary>& summary) {
+namespace {
+
+std::vector<const Event*> step_markers(const Trace& trace) {
   std::vector<const Event*> steps;
   for (const auto& e : trace.events) {
     if (profiler_step_number(e.name) >= 0) steps.push_back(&e);
   }
   std::stable_sort(steps.begin(), steps.end(), [](const Event* a, const Event* b) { return a->start_us < b->start_us; });
+  return steps;
+}
+
+// The distinct steps starting in the window, and their mean length.
+void count_steps(AnalysisWindow& window, const std::vector<const Event*>& steps) {
+  std::set<std::int64_t> numbers;
+  double total = 0;
+  for (const Event* e : steps) {
+    if (e->start_us >= window.start_us && e->start_us < window.end_us && numbers.insert(profiler_step_number(e->name)).second) {
+      total += e->duration_us;
+    }
+  }
+  window.steps = std::max<int>(1, static_cast<int>(numbers.size()));
+  window.mean_step_us = numbers.empty() ? (window.end_us - window.start_us) : total / static_cast<double>(numbers.size());
+}
+
+}  // namespace
+
+AnalysisWindow pick_ops_window(const Trace& trace, const std::optional<StepSummary>& summary) {
+  const auto steps = step_markers(trace);
+  if (!summary || !summary->ops_in_synced_half || summary->real_steps <= 0 ||
+      steps.size() <= static_cast<std::size_t>(summary->real_steps)) {
+    return pick_window(trace, summary);
+  }
+  AnalysisWindow window;
+  window.start_us = steps[static_cast<std::size_t>(summary->real_steps)]->start_us;
+  for (std::size_t i = static_cast<std::size_t>(summary->real_steps); i < steps.size(); ++i) {
+    window.end_us = std::max(window.end_us, steps[i]->end_us());
+  }
+  count_steps(window, steps);
+  return window;
+}
+
+AnalysisWindow pick_window(const Trace& trace, const std::optional<StepSummary>& summary) {
+  const auto steps = step_markers(trace);
   AnalysisWindow window;
   const std::size_t n = steps.size();
   if (n >= 4) {
@@ -169,19 +206,19 @@ AnalysisWindow pick_window(const Trace& trace, const std::optional<StepSummary>&
     window.start_us = std::isfinite(lo) ? lo : 0;
     window.end_us = std::isfinite(hi) ? hi : 0;
   }
-  // Steps measured: the distinct step numbers that start inside the window.
-  std::set<std::int64_t> numbers;
-  for (const Event* e : steps) {
-    if (e->start_us >= window.start_us && e->start_us < window.end_us) numbers.insert(profiler_step_number(e->name));
-  }
-  window.steps = std::max<int>(1, static_cast<int>(numbers.size()));
+  count_steps(window, steps);
   return window;
 }
 
 nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSummary>& summary, const std::string& trace_path) {
   const AnalysisWindow window = pick_window(trace, summary);
+  const AnalysisWindow ops_window = pick_ops_window(trace, summary);
   const int steps = window.steps;
-  const auto inside = [&](const Event& e) { return e.start_us >= window.start_us && e.start_us < window.end_us; };
+  const int op_steps = ops_window.steps;
+  const auto inside = [&](const Event& e) {
+    const AnalysisWindow& w = e.category == category::cpu_op ? ops_window : window;
+    return e.start_us >= w.start_us && e.start_us < w.end_us;
+  };
   const PhaseIndex phases(trace);
 
   std::unordered_map<std::int64_t, const Event*> launches;  // correlation -> CPU launch
@@ -278,10 +315,12 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
       training_ops.insert(training_ops.end(), found->second.begin(), found->second.end());
     }
   }
-  const double cpu_busy_ms = busy_us(training_ops) / 1000.0 / steps;
+  const double cpu_busy_ms = busy_us(training_ops) / 1000.0 / op_steps;
+  // The CPU share is read where the operators were recorded: busy time over those steps' length.
+  const double cpu_share = ops_window.mean_step_us > 0 ? cpu_busy_ms * 1000.0 / ops_window.mean_step_us : 0.0;
 
-  const double busy_ms = on_gpu ? gpu_busy_ms : cpu_busy_ms;
-  const double utilisation_raw = step_ms > 0 ? busy_ms / step_ms : 0.0;
+  const double utilisation_raw = on_gpu ? (step_ms > 0 ? gpu_busy_ms / step_ms : 0.0) : cpu_share;
+  const double busy_ms = on_gpu ? gpu_busy_ms : std::min(cpu_share, 1.0) * step_ms;
   const double host_overhead_ms = std::max(step_ms - busy_ms - dataload_ms.value_or(0.0), 0.0);
   std::optional<double> allocator_calls_per_step;
   if (runtime_events > 0) {
@@ -335,15 +374,15 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
                           {"gpu_ms_per_step", number_or_null(gpu_ms, 3)},
                           {"wall_ms_per_step", number_or_null(wall, 3)},
                           {"kernels_per_step", k / steps},
-                          {"ops_per_step", o / steps},
+                          {"ops_per_step", o / op_steps},
                           {"unique_kernels", phase_kernels.size()}});
     phases_gpu.push_back({{"phase", phase}, {"gpu_ms_per_step", number_or_null(gpu_ms, 3)}});
     kernels_by_phase_json[phase] = kernel_rows(phase_kernels, steps, kernel_us, 40);
-    ops_by_phase_json[phase] = op_rows(phase_ops, steps, ops_us, 40);
+    ops_by_phase_json[phase] = op_rows(phase_ops, op_steps, ops_us, 40);
     phase_metrics[phase + "_gpu_ms"] = number_or_null(gpu_ms, 3);
     phase_metrics[phase + "_wall_ms"] = number_or_null(wall, 3);
     phase_metrics[phase + "_kernels"] = k / steps;
-    phase_metrics[phase + "_ops"] = o / steps;
+    phase_metrics[phase + "_ops"] = o / op_steps;
   }
 
   nlohmann::ordered_json categories = nlohmann::ordered_json::array();
@@ -392,7 +431,8 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   j["memcpy_ms_per_step"] = gpu_value(memcpy_us / 1000.0 / steps, 3);
   j["tensorcore_pct"] = gpu_value(kernel_us > 0 ? 100 * tensor_core_us / kernel_us : 0.0, 2);
   j["peak_vram_mb"] = number_or_null(summary ? summary->peak_vram_mb : std::nullopt, 1);
-  j["window"] = {{"wall_ms", rounded(wall_ms, 3)}, {"real_steps", steps}};
+  j["window"] = {{"wall_ms", rounded(wall_ms, 3)}, {"real_steps", steps}, {"ops_steps", op_steps},
+                 {"ops_window", summary && summary->ops_in_synced_half ? "synced" : "real"}};
   j["composition_ms"] = summary ? summary_to_json(*summary)["composition_ms"] : nlohmann::ordered_json(nullptr);
 
   for (const char* key : {"img_per_s", "step_ms", "dataload_ms", "dataload_frac", "gpu_util"}) metrics[key] = j[key];
@@ -402,7 +442,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   metrics["mean_kernel_us"] = j["mean_kernel_us"];
   metrics["kernels_per_step"] = j["kernels_per_step"];
   metrics["unique_kernels"] = j["unique_kernels"];
-  metrics["ops_per_step"] = op_count / steps;
+  metrics["ops_per_step"] = op_count / op_steps;
   metrics["memcpy_ms"] = j["memcpy_ms_per_step"];
   metrics["tensorcore_pct"] = j["tensorcore_pct"];
   metrics["peak_vram_mb"] = j["peak_vram_mb"];
@@ -420,7 +460,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   j["ops_by_phase"] = ops_by_phase_json;
   j["top_kernels"] = kernel_rows(kernels, steps, kernel_us, 8);
   j["kernels"] = kernel_rows(kernels, steps, kernel_us, kernels.size());
-  j["ops"] = op_rows(ops, steps, ops_us, ops.size());
+  j["ops"] = op_rows(ops, op_steps, ops_us, ops.size());
   return j;
 }
 

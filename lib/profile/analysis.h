@@ -21,8 +21,12 @@ struct AnalysisWindow {
   double start_us = 0;
   double end_us = 0;
   int steps = 1;
+  double mean_step_us = 0;  // mean ProfilerStep length inside the window (wall / steps without markers)
 };
 AnalysisWindow pick_window(const Trace& trace, const std::optional<StepSummary>& summary);
+// Where the CPU operators were recorded: the synchronised half when the summary says so (our
+// profiler keeps operator recording out of the real-time half), else the window above.
+AnalysisWindow pick_ops_window(const Trace& trace, const std::optional<StepSummary>& summary);
 
 nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSummary>& summary, const std::string& trace_path);
 

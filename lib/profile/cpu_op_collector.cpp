@@ -5,31 +5,81 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 
 namespace libreyolo::profile {
 
 namespace {
 
-std::atomic<CpuOpCollector*> active_collector{nullptr};
+constexpr std::size_t kMaxSpansPerThread = 4'000'000;
 
-struct StartTime : at::ObserverContext {
-  double start_us = 0;
+struct Span {
+  std::uint32_t name;
+  double start_us, end_us;
 };
 
-std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction&) {
-  auto context = std::make_unique<StartTime>();
-  context->start_us = now_us();
-  return context;
+// One per thread that runs operators while collecting. The owning thread appends; the collector
+// reads after stop(). The mutex is uncontended while collecting.
+struct ThreadBuffer {
+  std::mutex mutex;
+  std::int64_t tid = 0;
+  std::uint64_t generation = 0;
+  std::vector<double> open;  // start times of the operators running now (they nest)
+  std::vector<Span> spans;
+  std::deque<std::string> names;  // interned: operator names may not outlive their RecordFunction
+  std::unordered_map<std::string_view, std::uint32_t> ids;
+  std::int64_t dropped = 0;
+};
+
+std::atomic<std::uint64_t> generation{0};  // 0: not collecting
+std::mutex registry_mutex;
+std::vector<std::shared_ptr<ThreadBuffer>> registry;
+
+ThreadBuffer* thread_buffer() {
+  thread_local std::shared_ptr<ThreadBuffer> buffer;
+  const std::uint64_t now = generation.load(std::memory_order_acquire);
+  if (!buffer || buffer->generation != now) {
+    buffer = std::make_shared<ThreadBuffer>();
+    buffer->tid = current_thread_id();
+    buffer->generation = now;
+    const std::lock_guard lock(registry_mutex);
+    registry.push_back(buffer);
+  }
+  return buffer.get();
 }
 
-void on_end(const at::RecordFunction& function, at::ObserverContext* context) {
-  CpuOpCollector* collector = active_collector.load(std::memory_order_acquire);
-  if (!collector || !context) return;
-  const double start = static_cast<StartTime*>(context)->start_us;
-  static const std::int64_t pid = static_cast<std::int64_t>(::getpid());
-  collector->add({.name = function.name(), .category = category::cpu_op, .start_us = start,
-                  .duration_us = now_us() - start, .pid = pid, .tid = current_thread_id()});
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction&) {
+  if (generation.load(std::memory_order_relaxed) == 0) return nullptr;
+  ThreadBuffer* buffer = thread_buffer();
+  const std::lock_guard lock(buffer->mutex);
+  buffer->open.push_back(now_us());
+  return nullptr;
+}
+
+void on_end(const at::RecordFunction& function, at::ObserverContext*) {
+  if (generation.load(std::memory_order_relaxed) == 0) return;
+  const double end = now_us();
+  ThreadBuffer* buffer = thread_buffer();
+  const std::lock_guard lock(buffer->mutex);
+  if (buffer->open.empty()) return;  // started before this collection began
+  const double start = buffer->open.back();
+  buffer->open.pop_back();
+  if (buffer->spans.size() >= kMaxSpansPerThread) {
+    ++buffer->dropped;
+    return;
+  }
+  const std::string_view name(function.name());
+  auto found = buffer->ids.find(name);
+  if (found == buffer->ids.end()) {
+    buffer->names.emplace_back(name);
+    found = buffer->ids.emplace(buffer->names.back(), static_cast<std::uint32_t>(buffer->names.size() - 1)).first;
+  }
+  buffer->spans.push_back({found->second, start, end});
 }
 
 }  // namespace
@@ -43,12 +93,19 @@ std::int64_t current_thread_id() {
   return id;
 }
 
+// Thread-local: the training thread, and the threads LibTorch hands its state to (autograd's
+// device threads), but not our data-loading workers, which would only add cost.
 CpuOpCollector::CpuOpCollector() {
-  events_.reserve(1 << 16);
-  active_collector.store(this, std::memory_order_release);
-  handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&on_start, &on_end)
+  {
+    const std::lock_guard lock(registry_mutex);
+    registry.clear();
+  }
+  static std::atomic<std::uint64_t> next_generation{0};
+  generation.store(++next_generation, std::memory_order_release);
+  handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_start, &on_end)
                                       .needsInputs(false)
                                       .needsOutputs(false)
+                                      .needsIds(false)
                                       .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
   running_ = true;
 }
@@ -57,19 +114,29 @@ CpuOpCollector::~CpuOpCollector() { stop(); }
 
 void CpuOpCollector::stop() {
   if (!running_) return;
+  generation.store(0, std::memory_order_release);
   at::removeCallback(handle_);
-  active_collector.store(nullptr, std::memory_order_release);
   running_ = false;
 }
 
-void CpuOpCollector::add(Event event) {
-  const std::lock_guard lock(mutex_);
-  events_.push_back(std::move(event));
+std::vector<Event> CpuOpCollector::take_events() {
+  std::vector<std::shared_ptr<ThreadBuffer>> buffers;
+  {
+    const std::lock_guard lock(registry_mutex);
+    buffers.swap(registry);
+  }
+  static const std::int64_t pid = static_cast<std::int64_t>(::getpid());
+  std::vector<Event> events;
+  for (const auto& buffer : buffers) {
+    const std::lock_guard lock(buffer->mutex);
+    dropped_ += buffer->dropped;
+    for (const auto& s : buffer->spans) {
+      events.push_back({.name = buffer->names[s.name], .category = category::cpu_op, .start_us = s.start_us,
+                        .duration_us = s.end_us - s.start_us, .pid = pid, .tid = buffer->tid});
+    }
+  }
+  return events;
 }
 
-std::vector<Event> CpuOpCollector::take_events() {
-  const std::lock_guard lock(mutex_);
-  return std::move(events_);
-}
 
 }  // namespace libreyolo::profile

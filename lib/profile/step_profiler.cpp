@@ -66,7 +66,6 @@ void StepProfiler::start_window() {
     trace_missing_reason_ = "profile_trace=false: no operator or kernel trace was collected";
     return;
   }
-  cpu_ops_ = std::make_unique<CpuOpCollector>();
   if (options_.device.is_cuda()) {
     kernels_ = start_kernel_collector(options_.device.index(), trace_missing_reason_);
     if (!kernels_) log::warn("Profiler: no GPU kernel trace: {}", trace_missing_reason_);
@@ -117,8 +116,13 @@ bool StepProfiler::end_step() {
   if (!synced_half()) real_step_us_ += done - step_start_us_;
   ++measured_;
   ++step_index_;
-  if (measured_ == half_ && options_.device.is_cuda()) {
-    allocator_calls_per_step_ = static_cast<double>(allocator_calls(options_.device) - allocator_calls_at_start_) / half_;
+  if (measured_ == half_) {
+    if (options_.device.is_cuda()) {
+      allocator_calls_per_step_ = static_cast<double>(allocator_calls(options_.device) - allocator_calls_at_start_) / half_;
+    }
+    // Operators are recorded in the synchronised half only: recording every operator costs about
+    // a microsecond each, which would inflate the real (unsynchronised) step time it must not touch.
+    if (options_.trace) cpu_ops_ = std::make_unique<CpuOpCollector>();
   }
   if (measured_ >= options_.steps) {
     finish();
@@ -146,12 +150,15 @@ void StepProfiler::finish() {
   }
 
   std::optional<Trace> trace;
-  if (cpu_ops_) {
-    cpu_ops_->stop();
+  if (options_.trace) {
     trace.emplace();
     trace->events = std::move(spans_);
-    auto ops = cpu_ops_->take_events();
-    trace->events.insert(trace->events.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
+    if (cpu_ops_) {
+      cpu_ops_->stop();
+      auto ops = cpu_ops_->take_events();
+      if (cpu_ops_->dropped()) log::warn("Profiler: {} CPU operator spans over the per-thread cap were not kept", cpu_ops_->dropped());
+      trace->events.insert(trace->events.end(), std::make_move_iterator(ops.begin()), std::make_move_iterator(ops.end()));
+    }
     trace->process_names[pid_] = "libreyolo (CPU)";
     trace->thread_names[{pid_, tid_}] = "training loop";
     if (kernels_) {
@@ -169,6 +176,7 @@ void StepProfiler::finish() {
   }
   summary.kernels_measured = options_.device.is_cuda() && trace && trace_missing_reason_.empty();
   summary.trace_missing_reason = trace_missing_reason_;
+  summary.ops_in_synced_half = true;
   result_ = write_artifacts(options_.run_dir, summary, trace ? &*trace : nullptr, options_.quiet, options_.open);
 }
 

@@ -56,6 +56,7 @@ nlohmann::ordered_json summary_to_json(const StepSummary& s) {
   j["peak_vram_mb"] = optional_json(s.peak_vram_mb);
   j["allocator_calls_per_step"] = optional_json(s.allocator_calls_per_step);
   j["trace"] = optional_json(s.trace);
+  j["ops_window"] = s.ops_in_synced_half ? "synced" : "real";
   return j;
 }
 
@@ -96,6 +97,7 @@ StepSummary summary_from_json(const nlohmann::json& j, const std::string& source
     s.allocator_calls_per_step = j["allocator_calls_per_step"].get<double>();
   }
   if (j.contains("trace") && j["trace"].is_string()) s.trace = j["trace"].get<std::string>();
+  s.ops_in_synced_half = j.value("ops_window", std::string("real")) == "synced";
   return s;
 }
 

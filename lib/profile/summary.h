@@ -33,6 +33,9 @@ struct StepSummary {
   std::optional<double> peak_vram_mb;
   std::optional<double> allocator_calls_per_step;  // caching-allocator device mallocs + frees, unsynced half
   std::optional<std::string> trace;                // path of profile_trace.json
+  // CPU operators were recorded in the synchronised half only (their recording would inflate the
+  // real step time); the analysis reads them there.
+  bool ops_in_synced_half = false;
 
   double compute_ms() const { return std::max(step_ms - dataload_ms, 0.0); }
   double dataload_fraction() const { return step_ms > 0 ? dataload_ms / step_ms : 0.0; }
