@@ -420,6 +420,8 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   const bool cpu_busy_known = !on_gpu && ops_measured;
   j["cpu_util"] = cpu_busy_known ? nlohmann::ordered_json(rounded(std::min(utilisation_raw, 1.0), 4)) : nlohmann::ordered_json(nullptr);
   j["cpu_busy_ms_per_step"] = cpu_busy_known ? nlohmann::ordered_json(rounded(cpu_busy_ms, 3)) : nlohmann::ordered_json(nullptr);
+  // the length of the steps the operators were recorded in (the synchronised half for our profiles)
+  j["cpu_window_step_ms"] = cpu_busy_known ? nlohmann::ordered_json(rounded(ops_window.mean_step_us / 1000.0, 3)) : nlohmann::ordered_json(nullptr);
   j["memory_pressure"] = memory_pressure;
   j["cuda_mallocs_per_step"] = number_or_null(on_gpu ? allocator_calls_per_step : std::nullopt, 1);
   j["host_overhead_ms_per_step"] = rounded(host_overhead_ms, 3);

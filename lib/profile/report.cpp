@@ -53,9 +53,10 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
     line(fmt::format("  GPU util not measured: {}", text_of(p["gpu_trace"]["reason"])));
     line(fmt::format("  peak VRAM {:.0f} MB", number(p, "peak_vram_mb")));
   } else if (p["cpu_util"].is_number()) {
-    line(fmt::format("  CPU util {:.0f}%  ({:.1f} ms in operators / {:.1f} ms step on the training thread)  |  {} ops/step",
-                     100 * number(p, "cpu_util"), number(p, "cpu_busy_ms_per_step"), step,
-                     p["metrics"].value("ops_per_step", 0)));
+    const bool synced = p.contains("window") && p["window"].value("ops_window", "") == "synced";
+    line(fmt::format("  CPU util {:.0f}%  ({:.1f} ms in operators / {:.1f} ms step{}, training thread)  |  {} ops/step",
+                     100 * number(p, "cpu_util"), number(p, "cpu_busy_ms_per_step"), number(p, "cpu_window_step_ms", step),
+                     synced ? " in the synchronised half" : "", p["metrics"].value("ops_per_step", 0)));
   }
   line(fmt::format("  >> VERDICT: {} — {}.", verdict_label(p.value("bound", "")), p.value("bound_why", "")));
   line(fmt::format("     Levers: {}.", p.value("levers", "")));

@@ -105,7 +105,7 @@ nlohmann::json timeline_data(const Trace& trace, const nlohmann::ordered_json& p
   nlohmann::json analysis;
   for (const char* key : {"model", "device_kind", "bound", "bound_why", "levers", "step_ms", "img_per_s", "dataload_frac",
                           "gpu_util", "gpu_busy_ms_per_step", "kernels_per_step", "memcpy_ms_per_step", "peak_vram_mb",
-                          "tensorcore_pct", "cpu_util", "cpu_busy_ms_per_step", "categories", "top_kernels"}) {
+                          "tensorcore_pct", "cpu_util", "cpu_busy_ms_per_step", "cpu_window_step_ms", "categories", "top_kernels"}) {
     analysis[key] = profile.contains(key) ? nlohmann::json::parse(profile[key].dump()) : nlohmann::json(nullptr);
   }
   nlohmann::json top_ops = nlohmann::json::array();
