@@ -169,6 +169,123 @@ void count_steps(AnalysisWindow& window, const std::vector<const Event*>& steps)
   window.mean_step_us = numbers.empty() ? (window.end_us - window.start_us) : total / static_cast<double>(numbers.size());
 }
 
+// Everything the analysis needs from the events, in one pass: kernel and operator tables (all
+// and per phase), kernel categories, memcpy and allocator figures, operator intervals per thread.
+struct Collected {
+  Table kernels, ops;
+  std::map<std::string, Table> kernels_by_phase, ops_by_phase;
+  std::set<std::string> present;  // phases seen
+  std::int64_t kernels_in_trace = 0, allocator_calls = 0, runtime_events = 0;
+  double memcpy_us = 0, tensor_core_us = 0;
+  std::map<std::string, double> category_us;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::pair<double, double>>> op_intervals;
+  std::map<std::string, double> span_us;
+  std::set<std::pair<std::int64_t, std::int64_t>> training_threads;  // those running step/forward
+};
+
+Collected collect_events(const Trace& trace, const AnalysisWindow& window, const AnalysisWindow& ops_window) {
+  const auto inside = [&](const Event& e) {
+    const AnalysisWindow& w = e.category == category::cpu_op ? ops_window : window;
+    return e.start_us >= w.start_us && e.start_us < w.end_us;
+  };
+  const PhaseIndex phases(trace);
+  Collected c;
+  auto& [kernels, ops, kernels_by_phase, ops_by_phase, present, kernels_in_trace, allocator_calls, runtime_events, memcpy_us,
+         tensor_core_us, category_us, op_intervals, span_us, training_threads] = c;
+  std::unordered_map<std::int64_t, const Event*> launches;  // correlation -> CPU launch
+  for (const auto& e : trace.events) {
+    if (e.category == category::runtime && e.correlation >= 0) launches[e.correlation] = &e;
+  }
+  for (const auto& s : phases.spans()) {
+    if (s.phase == "forward") training_threads.insert({s.pid, s.tid});
+  }
+
+  for (const auto& e : trace.events) {
+    if (e.category == category::kernel) ++kernels_in_trace;
+    if (e.category == category::runtime) ++runtime_events;
+    if (!inside(e)) continue;
+    if (e.category == category::kernel) {
+      const auto launch = launches.find(e.correlation);
+      const std::string phase = launch != launches.end() ? phases.at(launch->second->start_us, 0, 0, false)
+                                                         : phases.at(e.start_us, 0, 0, false);
+      for (Table* table : {&kernels, &kernels_by_phase[phase]}) {
+        (*table)[e.name].duration_us += e.duration_us;
+        ++(*table)[e.name].count;
+      }
+      present.insert(phase);
+      category_us[kernel_category(e.name)] += e.duration_us;
+      if (is_tensor_core_kernel(e.name)) tensor_core_us += e.duration_us;
+    } else if (e.category == category::memcpy || e.category == category::memset) {
+      memcpy_us += e.duration_us;
+    } else if (e.category == category::runtime) {
+      if (e.name.find("Malloc") != std::string::npos || e.name.find("Free") != std::string::npos) ++allocator_calls;
+    } else if (e.category == category::cpu_op) {
+      const std::string phase = phases.at(e.start_us, e.pid, e.tid, true);
+      for (Table* table : {&ops, &ops_by_phase[phase]}) {
+        (*table)[e.name].duration_us += e.duration_us;
+        ++(*table)[e.name].count;
+      }
+      present.insert(phase);
+      op_intervals[{e.pid, e.tid}].emplace_back(e.start_us, e.end_us());
+    } else if (e.category == category::annotation) {
+      if (auto phase = phase_of_annotation(e.name); !phase.empty()) {
+        span_us[phase] += e.duration_us;
+        present.insert(phase);
+      }
+    }
+  }
+
+  return c;
+}
+
+// Per phase: GPU and wall time, kernels and operators per step, and the kernel/operator tables.
+struct PhaseTables {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array(), gpu = nlohmann::ordered_json::array();
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::object(), ops = nlohmann::ordered_json::object();
+  std::map<std::string, nlohmann::ordered_json> metrics;  // {phase}_gpu_ms, _wall_ms, _kernels, _ops
+};
+
+PhaseTables phase_tables(Collected& c, const std::optional<StepSummary>& summary, bool on_gpu, int steps, int op_steps) {
+  if (summary) {
+    for (const auto& [phase, ms] : summary->composition_ms) c.present.insert(phase);
+    c.present.insert("dataload");
+  }
+  PhaseTables out;
+  const double kernel_us = total_us(c.kernels), ops_us = total_us(c.ops);
+  for (const auto& phase : ordered_phases(c.present)) {
+    const Table& phase_kernels = c.kernels_by_phase[phase];
+    const Table& phase_ops = c.ops_by_phase[phase];
+    std::int64_t k = 0, o = 0;
+    for (const auto& [n, t] : phase_kernels) k += t.count;
+    for (const auto& [n, t] : phase_ops) o += t.count;
+    std::optional<double> wall;
+    if (summary && phase == "dataload") {
+      wall = summary->dataload_ms;
+    } else if (summary && summary->composition_ms.contains(phase)) {
+      wall = summary->composition_ms.at(phase);
+    } else if (!summary && c.span_us.contains(phase)) {
+      wall = c.span_us[phase] / 1000.0 / steps;
+    }
+    std::optional<double> gpu_ms;
+    if (on_gpu) gpu_ms = total_us(phase_kernels) / 1000.0 / steps;
+    out.rows.push_back({{"phase", phase},
+                          {"gpu_ms_per_step", number_or_null(gpu_ms, 3)},
+                          {"wall_ms_per_step", number_or_null(wall, 3)},
+                          {"kernels_per_step", k / steps},
+                          {"ops_per_step", o / op_steps},
+                          {"unique_kernels", phase_kernels.size()}});
+    out.gpu.push_back({{"phase", phase}, {"gpu_ms_per_step", number_or_null(gpu_ms, 3)}});
+    out.kernels[phase] = kernel_rows(phase_kernels, steps, kernel_us, 40);
+    out.ops[phase] = op_rows(phase_ops, op_steps, ops_us, 40);
+    out.metrics[phase + "_gpu_ms"] = number_or_null(gpu_ms, 3);
+    out.metrics[phase + "_wall_ms"] = number_or_null(wall, 3);
+    out.metrics[phase + "_kernels"] = k / steps;
+    out.metrics[phase + "_ops"] = o / op_steps;
+  }
+
+  return out;
+}
+
 }  // namespace
 
 AnalysisWindow pick_ops_window(const Trace& trace, const std::optional<StepSummary>& summary) {
@@ -215,63 +332,9 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   const AnalysisWindow ops_window = pick_ops_window(trace, summary);
   const int steps = window.steps;
   const int op_steps = ops_window.steps;
-  const auto inside = [&](const Event& e) {
-    const AnalysisWindow& w = e.category == category::cpu_op ? ops_window : window;
-    return e.start_us >= w.start_us && e.start_us < w.end_us;
-  };
-  const PhaseIndex phases(trace);
-
-  std::unordered_map<std::int64_t, const Event*> launches;  // correlation -> CPU launch
-  for (const auto& e : trace.events) {
-    if (e.category == category::runtime && e.correlation >= 0) launches[e.correlation] = &e;
-  }
-  std::set<std::pair<std::int64_t, std::int64_t>> training_threads;
-  for (const auto& s : phases.spans()) {
-    if (s.phase == "forward") training_threads.insert({s.pid, s.tid});
-  }
-
-  Table kernels, ops;
-  std::map<std::string, Table> kernels_by_phase, ops_by_phase;
-  std::set<std::string> present;
-  std::int64_t kernels_in_trace = 0, allocator_calls = 0, runtime_events = 0;
-  double memcpy_us = 0, tensor_core_us = 0;
-  std::map<std::string, double> category_us;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::pair<double, double>>> op_intervals;
-  std::map<std::string, double> span_us;
-  for (const auto& e : trace.events) {
-    if (e.category == category::kernel) ++kernels_in_trace;
-    if (e.category == category::runtime) ++runtime_events;
-    if (!inside(e)) continue;
-    if (e.category == category::kernel) {
-      const auto launch = launches.find(e.correlation);
-      const std::string phase = launch != launches.end() ? phases.at(launch->second->start_us, 0, 0, false)
-                                                         : phases.at(e.start_us, 0, 0, false);
-      for (Table* table : {&kernels, &kernels_by_phase[phase]}) {
-        (*table)[e.name].duration_us += e.duration_us;
-        ++(*table)[e.name].count;
-      }
-      present.insert(phase);
-      category_us[kernel_category(e.name)] += e.duration_us;
-      if (is_tensor_core_kernel(e.name)) tensor_core_us += e.duration_us;
-    } else if (e.category == category::memcpy || e.category == category::memset) {
-      memcpy_us += e.duration_us;
-    } else if (e.category == category::runtime) {
-      if (e.name.find("Malloc") != std::string::npos || e.name.find("Free") != std::string::npos) ++allocator_calls;
-    } else if (e.category == category::cpu_op) {
-      const std::string phase = phases.at(e.start_us, e.pid, e.tid, true);
-      for (Table* table : {&ops, &ops_by_phase[phase]}) {
-        (*table)[e.name].duration_us += e.duration_us;
-        ++(*table)[e.name].count;
-      }
-      present.insert(phase);
-      op_intervals[{e.pid, e.tid}].emplace_back(e.start_us, e.end_us());
-    } else if (e.category == category::annotation) {
-      if (auto phase = phase_of_annotation(e.name); !phase.empty()) {
-        span_us[phase] += e.duration_us;
-        present.insert(phase);
-      }
-    }
-  }
+  Collected collected = collect_events(trace, window, ops_window);
+  auto& [kernels, ops, kernels_by_phase, ops_by_phase, present, kernels_in_trace, allocator_calls, runtime_events, memcpy_us,
+         tensor_core_us, category_us, op_intervals, span_us, training_threads] = collected;
 
   const bool on_gpu = summary ? summary->device_kind == "cuda" : kernels_in_trace > 0;
   const bool kernels_measured = on_gpu && kernels_in_trace > 0 && (!summary || summary->kernels_measured);
@@ -346,44 +409,8 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   std::int64_t op_count = 0;
   for (const auto& [name, t] : ops) op_count += t.count;
 
-  // Per phase
-  if (summary) {
-    for (const auto& [phase, ms] : summary->composition_ms) present.insert(phase);
-    present.insert("dataload");
-  }
-  nlohmann::ordered_json phase_rows = nlohmann::ordered_json::array(), phases_gpu = nlohmann::ordered_json::array();
-  nlohmann::ordered_json kernels_by_phase_json = nlohmann::ordered_json::object(), ops_by_phase_json = nlohmann::ordered_json::object();
+  PhaseTables per_phase = phase_tables(collected, summary, on_gpu, steps, op_steps);
   nlohmann::ordered_json metrics;
-  std::map<std::string, nlohmann::ordered_json> phase_metrics;
-  for (const auto& phase : ordered_phases(present)) {
-    const Table& phase_kernels = kernels_by_phase[phase];
-    const Table& phase_ops = ops_by_phase[phase];
-    std::int64_t k = 0, o = 0;
-    for (const auto& [n, t] : phase_kernels) k += t.count;
-    for (const auto& [n, t] : phase_ops) o += t.count;
-    std::optional<double> wall;
-    if (summary && phase == "dataload") {
-      wall = summary->dataload_ms;
-    } else if (summary && summary->composition_ms.contains(phase)) {
-      wall = summary->composition_ms.at(phase);
-    } else if (!summary && span_us.contains(phase)) {
-      wall = span_us[phase] / 1000.0 / steps;
-    }
-    const std::optional<double> gpu_ms = on_gpu ? std::optional<double>(total_us(phase_kernels) / 1000.0 / steps) : std::nullopt;
-    phase_rows.push_back({{"phase", phase},
-                          {"gpu_ms_per_step", number_or_null(gpu_ms, 3)},
-                          {"wall_ms_per_step", number_or_null(wall, 3)},
-                          {"kernels_per_step", k / steps},
-                          {"ops_per_step", o / op_steps},
-                          {"unique_kernels", phase_kernels.size()}});
-    phases_gpu.push_back({{"phase", phase}, {"gpu_ms_per_step", number_or_null(gpu_ms, 3)}});
-    kernels_by_phase_json[phase] = kernel_rows(phase_kernels, steps, kernel_us, 40);
-    ops_by_phase_json[phase] = op_rows(phase_ops, op_steps, ops_us, 40);
-    phase_metrics[phase + "_gpu_ms"] = number_or_null(gpu_ms, 3);
-    phase_metrics[phase + "_wall_ms"] = number_or_null(wall, 3);
-    phase_metrics[phase + "_kernels"] = k / steps;
-    phase_metrics[phase + "_ops"] = o / op_steps;
-  }
 
   nlohmann::ordered_json categories = nlohmann::ordered_json::array();
   std::vector<std::pair<std::string, double>> category_rows(category_us.begin(), category_us.end());
@@ -453,13 +480,13 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   metrics["cuda_mallocs_per_step"] = j["cuda_mallocs_per_step"];
   metrics["memory_pressure"] = memory_pressure;
   metrics["bound"] = verdict.bound;
-  for (auto& [key, value] : phase_metrics) metrics[key] = value;
+  for (auto& [key, value] : per_phase.metrics) metrics[key] = value;
   j["metrics"] = metrics;
   j["categories"] = categories;
-  j["phases"] = phase_rows;
-  j["phases_gpu"] = phases_gpu;
-  j["kernels_by_phase"] = kernels_by_phase_json;
-  j["ops_by_phase"] = ops_by_phase_json;
+  j["phases"] = std::move(per_phase.rows);
+  j["phases_gpu"] = std::move(per_phase.gpu);
+  j["kernels_by_phase"] = std::move(per_phase.kernels);
+  j["ops_by_phase"] = std::move(per_phase.ops);
   j["top_kernels"] = kernel_rows(kernels, steps, kernel_us, 8);
   j["kernels"] = kernel_rows(kernels, steps, kernel_us, kernels.size());
   j["ops"] = op_rows(ops, op_steps, ops_us, ops.size());
