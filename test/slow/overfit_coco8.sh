@@ -1,5 +1,6 @@
 # It learns: MODEL from scratch over-fits coco8 (the same 8 images to train and validate on,
 # augmentation off) to mAP50 >= 0.5.   overfit_coco8.sh MODEL IMGSZ EPOCHS
+# (yolo9-t: 150 epochs; yolox-s: 300, it learns more slowly, in the reference too)
 # Skips (77) when ../shared/datasets/coco8 is absent.
 . "$(dirname "$0")/../cli/lib.sh"
 model=$1; imgsz=$2; epochs=$3
