@@ -18,11 +18,6 @@ namespace libreyolo::profile {
 
 namespace {
 
-double rounded(double value, int digits) {
-  const double scale = std::pow(10.0, digits);
-  return std::round(value * scale) / scale;
-}
-
 nlohmann::ordered_json number_or_null(const std::optional<double>& value, int digits) {
   return value && std::isfinite(*value) ? nlohmann::ordered_json(rounded(*value, digits)) : nlohmann::ordered_json(nullptr);
 }
@@ -43,13 +38,14 @@ class PhaseIndex {
       if (auto phase = phase_of_annotation(e.name); !phase.empty()) spans_.push_back({e.start_us, e.end_us(), phase, e.pid, e.tid});
     }
     std::sort(spans_.begin(), spans_.end(), [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
+    for (const auto& s : spans_) longest_us_ = std::max(longest_us_, s.end_us - s.start_us);
   }
   std::string at(double time_us, std::int64_t pid, std::int64_t tid, bool same_thread) const {
     auto it = std::upper_bound(spans_.begin(), spans_.end(), time_us, [](double t, const auto& s) { return t < s.start_us; });
     while (it != spans_.begin()) {
       --it;
       if (it->end_us <= time_us) {
-        if (time_us - it->start_us > longest_us()) break;
+        if (time_us - it->start_us > longest_us_) break;  // no earlier span reaches this far
         continue;
       }
       if (!same_thread || (it->pid == pid && it->tid == tid)) return it->phase;
@@ -59,15 +55,8 @@ class PhaseIndex {
   const std::vector<PhaseSpan>& spans() const { return spans_; }
 
  private:
-  double longest_us() const {
-    if (longest_ < 0) {
-      longest_ = 0;
-      for (const auto& s : spans_) longest_ = std::max(longest_, s.end_us - s.start_us);
-    }
-    return longest_;
-  }
   std::vector<PhaseSpan> spans_;
-  mutable double longest_ = -1;
+  double longest_us_ = 0;
 };
 
 struct Totals {
@@ -192,10 +181,7 @@ Collected collect_events(const Trace& trace, const AnalysisWindow& window, const
   Collected c;
   auto& [kernels, ops, kernels_by_phase, ops_by_phase, present, kernels_in_trace, allocator_calls, runtime_events, memcpy_us,
          tensor_core_us, category_us, op_intervals, span_us, training_threads] = c;
-  std::unordered_map<std::int64_t, const Event*> launches;  // correlation -> CPU launch
-  for (const auto& e : trace.events) {
-    if (e.category == category::runtime && e.correlation >= 0) launches[e.correlation] = &e;
-  }
+  const auto launches = launches_by_correlation(trace.events);
   for (const auto& s : phases.spans()) {
     if (s.phase == "forward") training_threads.insert({s.pid, s.tid});
   }
@@ -464,21 +450,19 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
                  {"ops_window", summary && summary->ops_in_synced_half ? "synced" : "real"}};
   j["composition_ms"] = summary ? summary_to_json(*summary)["composition_ms"] : nlohmann::ordered_json(nullptr);
 
-  for (const char* key : {"img_per_s", "step_ms", "dataload_ms", "dataload_frac", "gpu_util"}) metrics[key] = j[key];
-  metrics["gpu_busy_ms"] = j["gpu_busy_ms_per_step"];
-  metrics["cpu_util"] = j["cpu_util"];
-  metrics["cpu_busy_ms"] = j["cpu_busy_ms_per_step"];
-  metrics["mean_kernel_us"] = j["mean_kernel_us"];
-  metrics["kernels_per_step"] = j["kernels_per_step"];
-  metrics["unique_kernels"] = j["unique_kernels"];
+  // `profile get` names (metric <- profile.json key), in LibreYOLO's order
+  static constexpr std::pair<const char*, const char*> kMetricKeys[] = {
+      {"img_per_s", "img_per_s"}, {"step_ms", "step_ms"}, {"dataload_ms", "dataload_ms"}, {"dataload_frac", "dataload_frac"},
+      {"gpu_util", "gpu_util"}, {"gpu_busy_ms", "gpu_busy_ms_per_step"}, {"cpu_util", "cpu_util"},
+      {"cpu_busy_ms", "cpu_busy_ms_per_step"}, {"mean_kernel_us", "mean_kernel_us"}, {"kernels_per_step", "kernels_per_step"},
+      {"unique_kernels", "unique_kernels"}};
+  static constexpr std::pair<const char*, const char*> kMoreMetricKeys[] = {
+      {"memcpy_ms", "memcpy_ms_per_step"}, {"tensorcore_pct", "tensorcore_pct"}, {"peak_vram_mb", "peak_vram_mb"},
+      {"host_overhead_ms", "host_overhead_ms_per_step"}, {"launches_per_step", "launches_per_step"},
+      {"cuda_mallocs_per_step", "cuda_mallocs_per_step"}, {"memory_pressure", "memory_pressure"}};
+  for (const auto& [metric, key] : kMetricKeys) metrics[metric] = j[key];
   metrics["ops_per_step"] = op_count / op_steps;
-  metrics["memcpy_ms"] = j["memcpy_ms_per_step"];
-  metrics["tensorcore_pct"] = j["tensorcore_pct"];
-  metrics["peak_vram_mb"] = j["peak_vram_mb"];
-  metrics["host_overhead_ms"] = j["host_overhead_ms_per_step"];
-  metrics["launches_per_step"] = j["launches_per_step"];
-  metrics["cuda_mallocs_per_step"] = j["cuda_mallocs_per_step"];
-  metrics["memory_pressure"] = memory_pressure;
+  for (const auto& [metric, key] : kMoreMetricKeys) metrics[metric] = j[key];
   metrics["bound"] = verdict.bound;
   for (auto& [key, value] : per_phase.metrics) metrics[key] = value;
   j["metrics"] = metrics;
@@ -494,26 +478,18 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
 }
 
 nlohmann::ordered_json load_profile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("{}: cannot open the file; give the path of a profile.json or profile_trace.json", path.string()));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  nlohmann::json document;
-  try {
-    document = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
-    throw UsageError(fmt::format("{}: not valid JSON ({})", path.string(), error.what()));
-  }
+  const std::string text = read_file_text(path);
+  const auto document = parse_json_text<nlohmann::json>(text, path);
   if (document.is_object() && document.contains("schema") && document["schema"].is_string() &&
       document["schema"].get<std::string>().rfind("libreyolo.profile.analysis", 0) == 0) {
-    return nlohmann::ordered_json::parse(text);  // keeps the file's key order
+    return parse_json_text<nlohmann::ordered_json>(text, path);  // keeps the file's key order
   }
   const Trace trace = parse_trace(document, path.string());
   std::optional<StepSummary> summary;
   const auto sibling = path.parent_path() / "profile_summary.json";
   if (std::filesystem::exists(sibling)) {
-    std::ifstream s(sibling);
     try {
-      summary = summary_from_json(nlohmann::json::parse(s), sibling.string());
+      summary = summary_from_json(parse_json_text<nlohmann::json>(read_file_text(sibling), sibling), sibling.string());
     } catch (const nlohmann::json::exception& error) {
       throw UsageError(fmt::format("{}: not a valid profile summary ({})", sibling.string(), error.what()));
     }

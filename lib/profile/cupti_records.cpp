@@ -19,7 +19,12 @@ std::string demangle(const char* name) {
   return result;
 }
 
-bool valid(std::uint64_t start, std::uint64_t end) { return start != 0 && end != 0 && end >= start; }
+// False (and counted) for zero or reversed timestamps, which CUPTI can report.
+bool keep(std::uint64_t start, std::uint64_t end, KernelRecords& out) {
+  const bool valid = start != 0 && end != 0 && end >= start;
+  if (!valid) ++out.invalid;
+  return valid;
+}
 
 Event gpu_event(std::string name, const char* category, std::uint64_t start, std::uint64_t end, std::uint32_t device,
                 std::uint32_t stream, std::uint32_t correlation) {
@@ -34,40 +39,28 @@ void add_activity_record(const CUpti_Activity* record, std::int64_t pid, KernelR
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      if (!valid(k->start, k->end)) {
-        ++out.invalid;
-        return;
-      }
+      if (!keep(k->start, k->end, out)) return;
       // A CUDA graph's kernels all carry the graph launch's correlation id: kept, one event each.
       out.events.push_back(gpu_event(demangle(k->name), category::kernel, k->start, k->end, k->deviceId, k->streamId, k->correlationId));
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      if (!valid(m->start, m->end)) {
-        ++out.invalid;
-        return;
-      }
+      if (!keep(m->start, m->end, out)) return;
       out.events.push_back(gpu_event(fmt::format("Memcpy {} ({} bytes)", static_cast<int>(m->copyKind), m->bytes), category::memcpy,
                                      m->start, m->end, m->deviceId, m->streamId, m->correlationId));
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      if (!valid(m->start, m->end)) {
-        ++out.invalid;
-        return;
-      }
+      if (!keep(m->start, m->end, out)) return;
       out.events.push_back(gpu_event(fmt::format("Memset ({} bytes)", m->bytes), category::memset, m->start, m->end, m->deviceId,
                                      m->streamId, m->correlationId));
       return;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME: {
       const auto* api = reinterpret_cast<const CUpti_ActivityAPI*>(record);
-      if (!valid(api->start, api->end)) {
-        ++out.invalid;
-        return;
-      }
+      if (!keep(api->start, api->end, out)) return;
       const char* name = nullptr;
       if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, api->cbid, &name) != CUPTI_SUCCESS) name = nullptr;
       out.events.push_back({.name = name ? name : fmt::format("cuda runtime call {}", api->cbid), .category = category::runtime,

@@ -32,6 +32,13 @@ std::string bar(double percent) {
 std::string format_report(const nlohmann::ordered_json& p, const std::string& timeline_path, const std::string& trace_path) {
   std::string out;
   const auto line = [&](const std::string& text) { out += text + "\n"; };
+  const auto top_rows = [&](const char* title, const nlohmann::ordered_json& rows, const char* pct_key, const char* name_key) {
+    line(title);
+    for (std::size_t i = 0; i < rows.size() && i < 6; ++i) {
+      line(fmt::format("    {:5.1f}%  {:7.3f} ms  x{:<4} {}", number(rows[i], pct_key), number(rows[i], "ms_per_step"),
+                       rows[i].value("count_per_step", 0), rows[i].value(name_key, "")));
+    }
+  };
   const std::string rule(64, '=');
   const auto& config = p.value("config", nlohmann::ordered_json::object());
   const bool gpu = p.value("device_kind", "cpu") == "cuda";
@@ -66,21 +73,9 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
       line(fmt::format("    {:<18} {} {:5.1f}%  {:.2f} ms/step", c.value("name", ""), bar(number(c, "pct")), number(c, "pct"),
                        number(c, "ms_per_step")));
     }
-    line("  top kernels (per step):");
-    int shown = 0;
-    for (const auto& k : p["top_kernels"]) {
-      if (shown++ == 6) break;
-      line(fmt::format("    {:5.1f}%  {:7.3f} ms  x{:<4} {}", number(k, "pct_of_gpu"), number(k, "ms_per_step"),
-                       k.value("count_per_step", 0), k.value("kernel", "")));
-    }
+    top_rows("  top kernels (per step):", p["top_kernels"], "pct_of_gpu", "kernel");
   } else if (!p["ops"].empty()) {
-    line("  top operators (per step; nested operators count in their parents too):");
-    int shown = 0;
-    for (const auto& o : p["ops"]) {
-      if (shown++ == 6) break;
-      line(fmt::format("    {:5.1f}%  {:7.3f} ms  x{:<4} {}", number(o, "pct_of_cpu_ops"), number(o, "ms_per_step"),
-                       o.value("count_per_step", 0), o.value("op", "")));
-    }
+    top_rows("  top operators (per step; nested operators count in their parents too):", p["ops"], "pct_of_cpu_ops", "op");
   }
   if (p.contains("composition_ms") && p["composition_ms"].is_object()) {
     std::string phases;

@@ -56,7 +56,6 @@ void StepProfiler::add_span(const std::string& name, double start_us, double end
 }
 
 void StepProfiler::start_window() {
-  window_start_s_ = now_us() / 1e6;
   if (options_.device.is_cuda()) {
     synchronize();
     cuda::reset_allocator_peak(options_.device.index());

@@ -97,7 +97,6 @@ class StepProfiler {
   std::int64_t allocator_calls_at_start_ = 0;
   std::optional<double> allocator_calls_per_step_;
   std::int64_t pid_ = 0, tid_ = 0;
-  double window_start_s_ = 0;
   std::optional<ProfileResult> result_;
 };
 

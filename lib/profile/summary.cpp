@@ -11,11 +11,6 @@ namespace libreyolo::profile {
 
 namespace {
 
-double rounded(double value, int digits) {
-  const double scale = std::pow(10.0, digits);
-  return std::round(value * scale) / scale;
-}
-
 template <typename T>
 nlohmann::ordered_json optional_json(const std::optional<T>& value) {
   return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);

@@ -19,6 +19,12 @@ inline constexpr std::array<const char*, 4> kSyncedPhases{"to_device", "forward"
 inline constexpr std::array<const char*, 7> kPhaseOrder{"dataload", "to_device", "preprocess", "forward",
                                                         "backward", "postprocess", "optimizer"};
 
+// `value` rounded to `digits` decimals, as the JSON files store figures.
+inline double rounded(double value, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(value * scale) / scale;
+}
+
 struct StepSummary {
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();  // model, device, batch, imgsz, amp, amp_dtype, workers
   int warmup = 0;

@@ -38,10 +38,8 @@ void keep_longest(std::vector<Item>& items, double min_us, std::size_t limit) {
 
 nlohmann::json timeline_data(const Trace& trace, const nlohmann::ordered_json& profile) {
   std::vector<Item> phase_items, ops, kernels, copies;
-  std::unordered_map<std::int64_t, double> launch_time;
-  for (const auto& e : trace.events) {
-    if (e.category == category::runtime && e.correlation >= 0) launch_time[e.correlation] = e.start_us;
-  }
+  const auto launches = launches_by_correlation(trace.events);
+  std::vector<std::pair<double, const Event*>> launched;  // (launch time on the CPU, kernel)
   std::vector<const Event*> phase_spans;
   for (const auto& e : trace.events) {
     if (e.category == category::annotation) {
@@ -52,19 +50,19 @@ nlohmann::json timeline_data(const Trace& trace, const nlohmann::ordered_json& p
       ops.push_back({cpu_ops, e.start_us, e.duration_us, e.name, ""});
     } else if (e.category == category::kernel) {
       kernels.push_back({gpu_kernels, e.start_us, e.duration_us, e.name, ""});
+      if (const auto launch = launches.find(e.correlation); launch != launches.end()) launched.emplace_back(launch->second->start_us, &e);
     } else if (e.category == category::memcpy || e.category == category::memset) {
       copies.push_back({gpu_memcpy, e.start_us, e.duration_us, e.name, ""});
     }
   }
   // A phase on the GPU: from the first to the last kernel launched during the CPU phase.
   std::vector<Item> gpu_phases;
+  std::sort(launched.begin(), launched.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const Event* span : phase_spans) {
     double first = INFINITY, last = -INFINITY;
-    for (const auto& e : trace.events) {
-      if (e.category != category::kernel) continue;
-      const auto launch = launch_time.find(e.correlation);
-      if (launch == launch_time.end() || launch->second < span->start_us || launch->second >= span->end_us()) continue;
-      first = std::min(first, e.start_us), last = std::max(last, e.end_us());
+    auto it = std::lower_bound(launched.begin(), launched.end(), span->start_us, [](const auto& k, double t) { return k.first < t; });
+    for (; it != launched.end() && it->first < span->end_us(); ++it) {
+      first = std::min(first, it->second->start_us), last = std::max(last, it->second->end_us());
     }
     if (std::isfinite(first)) gpu_phases.push_back({phase_gpu, first, last - first, span->name + " (GPU)", phase_of_annotation(span->name)});
   }

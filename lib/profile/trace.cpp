@@ -9,6 +9,7 @@
 #include <charconv>
 #include <fstream>
 #include <functional>
+#include <iterator>
 
 namespace libreyolo::profile {
 
@@ -94,16 +95,33 @@ Trace parse_trace(const nlohmann::json& document, const std::string& source_name
   return trace;
 }
 
-Trace read_trace(const std::filesystem::path& path) {
+std::string read_file_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("{}: cannot open the file; give the path of a profile.json or profile_trace.json", path.string()));
-  nlohmann::json document;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+template <typename Json>
+Json parse_json_text(const std::string& text, const std::filesystem::path& source) {
   try {
-    document = nlohmann::json::parse(in);
+    return Json::parse(text);
   } catch (const nlohmann::json::parse_error& error) {
-    throw UsageError(fmt::format("{}: not valid JSON ({})", path.string(), error.what()));
+    throw UsageError(fmt::format("{}: not valid JSON ({})", source.string(), error.what()));
   }
-  return parse_trace(document, path.string());
+}
+template nlohmann::json parse_json_text<nlohmann::json>(const std::string&, const std::filesystem::path&);
+template nlohmann::ordered_json parse_json_text<nlohmann::ordered_json>(const std::string&, const std::filesystem::path&);
+
+std::unordered_map<std::int64_t, const Event*> launches_by_correlation(const std::vector<Event>& events) {
+  std::unordered_map<std::int64_t, const Event*> launches;
+  for (const auto& e : events) {
+    if (e.category == category::runtime && e.correlation >= 0) launches[e.correlation] = &e;
+  }
+  return launches;
+}
+
+Trace read_trace(const std::filesystem::path& path) {
+  return parse_trace(parse_json_text<nlohmann::json>(read_file_text(path), path), path.string());
 }
 
 nlohmann::json trace_to_json(const Trace& trace) {

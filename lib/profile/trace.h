@@ -2,12 +2,13 @@
 // format torch.profiler exports and Perfetto opens. We read our own traces and PyTorch's.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,15 @@ struct Trace {
   std::map<std::int64_t, std::string> process_names;
   std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread_names;
 };
+
+// A profile or trace file's text, and its JSON: UsageError naming the file when it is missing
+// or not JSON.
+std::string read_file_text(const std::filesystem::path& path);
+template <typename Json>
+Json parse_json_text(const std::string& text, const std::filesystem::path& source);
+
+// Each CUDA launch on the CPU (a runtime event) by its correlation id.
+std::unordered_map<std::int64_t, const Event*> launches_by_correlation(const std::vector<Event>& events);
 
 // Reads a Chrome trace (object with "traceEvents" or a bare event array). Throws UsageError
 // naming the file when it is missing or not a trace.

@@ -64,8 +64,8 @@ int run_profile_trials(const ProfileRunOptions& o, bool json) {
     fmt::print("{}\n", result.dump(2));
     return 0;
   }
-  const double std = result.value("img_per_s_std", 0.0);
-  fmt::print("img/s: {:.2f} +/- {:.2f} (n={})  |  {}\n", result.value("img_per_s", 0.0), std, o.repeat, result.value("bound", ""));
+  fmt::print("img/s: {:.2f} +/- {:.2f} (n={})  |  {}\n", result.value("img_per_s", 0.0), result.value("img_per_s_std", 0.0), o.repeat,
+             result.value("bound", ""));
   fmt::print("profile: {}\n", result_path.string());
   fmt::print("next: libreyolo profile summary {}\n", result_path.string());
   return 0;
