@@ -39,12 +39,6 @@ double matmul_gflops() {
   return median(rates);
 }
 
-void to_channels_last(torch::nn::Module& module) {
-  for (auto& parameter : module.parameters()) {
-    if (parameter.dim() == 4) parameter.set_data(parameter.contiguous(at::MemoryFormat::ChannelsLast));
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {

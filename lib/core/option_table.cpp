@@ -73,6 +73,11 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {.name = "cuda_graph", .type = T::boolean, .default_value = "false", .group = "loop",
      .help = "capture forward+backward in a CUDA graph (falls back to eager with one log line)",
      .commands = train_profile},
+    {.name = "channels_last", .type = T::choice, .default_value = "auto", .group = "loop",
+     .help = "convolution weights and images channels-last (NHWC) in training; auto = on for CPU, where oneDNN's "
+             "convolutions run ~25% faster that way, off on CUDA",
+     .commands = train_profile, .choices = "auto true false",
+     .synonyms = "1=true yes=true on=true 0=false no=false off=false"},
     {.name = "compile", .type = T::boolean, .default_value = "false", .group = "loop",
      .help = "accepted for LibreYOLO compatibility; LibTorch has no compiler, so it only logs a note"},
     {.name = "lora", .type = T::boolean, .default_value = "false", .group = "loop",

@@ -51,6 +51,16 @@ void end_operation(const at::RecordFunction& function, at::ObserverContext* cont
 
 }  // namespace
 
+void to_channels_last(torch::nn::Module& module) {
+  at::NoGradGuard no_grad;
+  for (auto& parameter : module.parameters()) {
+    if (parameter.dim() == 4) parameter.set_data(parameter.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+  for (auto& buffer : module.buffers()) {
+    if (buffer.dim() == 4) buffer.set_data(buffer.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+}
+
 DetectionModel build_model(const ModelName& name, int class_count) {
   if (name.family.empty()) {
     throw ModelError("this model name does not say its family and size: use a name like yolo9-t or yolox-s, or a "

@@ -25,6 +25,11 @@ struct DetectionModel {
 // Throws ModelError for an unknown family or size. Weights files go through load_model (checkpoint.h).
 DetectionModel build_model(const ModelName& name, int class_count);
 
+// Stores every 4-D parameter and buffer (the convolution weights) channels-last (NHWC), in place:
+// oneDNN's CPU convolutions, and cuDNN's under AMP, run faster on that layout. Values, names and
+// shapes are unchanged; checkpoints are written contiguous whatever the layout.
+void to_channels_last(torch::nn::Module& module);
+
 struct ModelSummary {
   std::int64_t layers = 0;      // modules, as Ultralytics counts them
   std::int64_t parameters = 0;

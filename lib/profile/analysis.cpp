@@ -477,7 +477,17 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   return j;
 }
 
-nlohmann::ordered_json load_profile(const std::filesystem::path& path) {
+nlohmann::ordered_json load_profile(const std::filesystem::path& given) {
+  // A run folder stands for its profile.json (or, without one, its raw trace).
+  std::filesystem::path path = given;
+  if (std::filesystem::is_directory(given)) {
+    path = given / "profile.json";
+    if (!std::filesystem::exists(path)) path = given / "profile_trace.json";
+    if (!std::filesystem::exists(path)) {
+      throw UsageError(fmt::format("{}: a folder without profile.json or profile_trace.json; give a run folder "
+                                   "trained with profile=true, or the path of a profile file", given.string()));
+    }
+  }
   const std::string text = read_file_text(path);
   const auto document = parse_json_text<nlohmann::json>(text, path);
   if (document.is_object() && document.contains("schema") && document["schema"].is_string() &&

@@ -32,6 +32,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
 
 // profile.json as written, or a raw trace (ours or torch.profiler's) analysed on the spot, with
 // its sibling profile_summary.json when there is one. Throws UsageError (exit 2) for a bad file.
+// `path`: profile.json, a raw trace, or a run folder holding either.
 nlohmann::ordered_json load_profile(const std::filesystem::path& path);
 
 }  // namespace libreyolo::profile

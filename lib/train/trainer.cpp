@@ -266,15 +266,19 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   }
   model.module->to(device);
   model.module->train();
-  log::info("{}: {} parameters, device {}", model.display_name,
+  const std::string layout = config.get_text("channels_last");
+  const bool channels_last = layout == "true" || (layout == "auto" && device.is_cpu());
+  if (channels_last) models::to_channels_last(*model.module);
+  log::info("{}: {} parameters, device {}{}", model.display_name,
             [&] { std::int64_t n = 0; for (const auto& p : model.module->parameters()) n += p.numel(); return n; }(),
-            device.str());
+            device.str(), channels_last ? ", channels-last" : "");
 
   std::unique_ptr<ModelEma> ema;
   models::DetectionModel ema_model;
   if (config.get_bool("ema")) {
     ema_model = models::build_model(loaded.name, class_count);
     ema_model.module->to(device);
+    if (channels_last) models::to_channels_last(*ema_model.module);
     ema = std::make_unique<ModelEma>(*model.module, ema_model.module, config.get_real("ema_decay"), config.get_real("ema_tau"));
     if (resume) {
       std::map<std::string, at::Tensor> weights(checkpoint->model.begin(), checkpoint->model.end());
@@ -522,6 +526,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
       {
         const auto phase = profile::scoped_phase(profiler.get(), "to_device");
         x = eval::network_input(batch->images, family, device);
+        if (channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
         targets = models::pad_targets(batch->targets, b, x.size(3), x.size(2)).to(device);
       }
       const std::int64_t window_start = (done / accumulate) * accumulate;

@@ -8,6 +8,14 @@ namespace libreyolo::cli {
 
 using Arguments = std::vector<std::string>;
 
+// True when any argument asks for help (--help, -h, help).
+inline bool wants_help(const Arguments& arguments) {
+  for (const auto& argument : arguments) {
+    if (argument == "--help" || argument == "-h" || argument == "help") return true;
+  }
+  return false;
+}
+
 int run_checks(const Arguments& arguments);   // checks / version
 int run_cfg(const Arguments& arguments);      // print the resolved option table
 int run_train(const Arguments& arguments);

@@ -163,6 +163,10 @@ int run_data_preview(const Arguments& arguments) {
 int run_data(const Arguments& arguments) {
   const std::string action = arguments.empty() ? "" : arguments.front();
   const Arguments rest = arguments.empty() ? Arguments{} : Arguments(arguments.begin() + 1, arguments.end());
+  if (!action.empty() && action != "--help" && action != "-h" && action != "help" && wants_help(rest)) {
+    fmt::print("libreyolo data {}\n\n{}", action, config::format_command_help(config::command_data));
+    return 0;
+  }
   if (action == "check") return run_data_check(rest);
   if (action == "synth") return run_data_synth(rest);
   if (action == "preview") return run_data_preview(rest);

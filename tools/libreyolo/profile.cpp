@@ -196,7 +196,7 @@ int run_profile(const Arguments& arguments) {
   auto* get_cmd = app.add_subcommand("get", "one metric (no field: list the names)");
   auto* compare_cmd = app.add_subcommand("compare", "before/after: img/s (significance), utilisation, overhead, verdict");
   for (auto* cmd : {summary_cmd, phases_cmd, kernels_cmd, ops_cmd, get_cmd, compare_cmd}) {
-    cmd->add_option("profile", file, "profile.json, or a raw trace (profile_trace.json, torch.profiler's)")->required();
+    cmd->add_option("profile", file, "profile.json, a raw trace (profile_trace.json, torch.profiler's) or a run folder")->required();
     cmd->add_flag("--json", json, "JSON on stdout");
   }
   compare_cmd->add_option("after", other, "the second profile")->required();

@@ -19,13 +19,6 @@ namespace libreyolo::cli {
 
 namespace {
 
-bool wants_help(const Arguments& arguments) {
-  for (const auto& argument : arguments) {
-    if (argument == "--help" || argument == "-h" || argument == "help") return true;
-  }
-  return false;
-}
-
 void require_data_argument(const std::string& data) {
   if (data.empty()) {
     throw UsageError("data= is required for train: give a data YAML (data=my_data.yaml) or a built-in dataset "
