@@ -2,7 +2,7 @@
 package (libreyolo 1.6.0's own CLI from the test venv), then score both best checkpoints with one
 yardstick. Prints one JSON line per implementation and a final comparison line.
 
-    python3 bench/train_accuracy.py [--epochs 20] [--no-aug-epochs 15] [--imgsz 160] [--batch 8]
+    python3 bench/train_accuracy.py [--epochs 20] [--no-aug-epochs 15] [--imgsz 192] [--batch 8]
                                     [--skip-reference] [--work DIR]
 
 The data is the main job's synthetic dataset (`libreyolo data synth synth_size=160`: 240 train /
@@ -85,7 +85,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--no-aug-epochs", type=int, default=15)
     parser.add_argument("--eval-interval", type=int, default=5)
-    parser.add_argument("--imgsz", type=int, default=160)
+    parser.add_argument("--imgsz", type=int, default=192)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--skip-reference", action="store_true")
     parser.add_argument("--work", help="keep the runs here instead of a temporary folder")

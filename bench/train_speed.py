@@ -3,7 +3,8 @@ venv) on the same machine and data: one epoch of coco128 from scratch, validatio
 and image size. Prints one JSON line per run and a final summary line with medians.
 
     python3 bench/train_speed.py [--models yolo9-t,yolox-s] [--imgsz 320,640] [--batch 8]
-                                 [--repeat 3] [--amp-dtype none|bfloat16] [--skip-reference]
+                                 [--repeat 3] [--reference-repeat N] [--amp-dtype none|bfloat16]
+                                 [--skip-reference]
 
 Wall time is the whole command (start-up, label scan, model build, one epoch); our epoch time
 and data-wait share come from results.csv. Needs coco128 under $LIBREYOLO_DATASETS (default
@@ -76,6 +77,7 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--amp-dtype", default="none")
+    parser.add_argument("--reference-repeat", type=int, help="runs of the reference (default: --repeat); it is slow")
     parser.add_argument("--skip-reference", action="store_true")
     args = parser.parse_args()
     summary = []
@@ -88,7 +90,8 @@ def main():
                 for r in range(args.repeat):
                     runs["ours"].append(ours(model, imgsz, args.batch, args.amp_dtype, yaml, work))
                     print(json.dumps({"impl": "ours", "model": model, "imgsz": imgsz, "run": r, **runs["ours"][-1]}), flush=True)
-                    if not args.skip_reference and REFERENCE.exists():
+                    reference_repeat = args.repeat if args.reference_repeat is None else args.reference_repeat
+                    if not args.skip_reference and REFERENCE.exists() and r < reference_repeat:
                         runs["reference"].append(reference(model, imgsz, args.batch, args.amp_dtype, yaml, work))
                         print(json.dumps({"impl": "reference", "model": model, "imgsz": imgsz, "run": r,
                                           **runs["reference"][-1]}), flush=True)

@@ -40,7 +40,9 @@ Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions opt
     : dataset_(dataset), options_(std::move(options)) {
   std::vector<data::ImageRecord> records;
   for (std::size_t i = 0; i < dataset_.size(); ++i) records.push_back(dataset_.record(i));
-  plan_ = data::plan_rect_batches(records, options_.batch_size, options_.image_size);
+  // No extra half-stride border (Ultralytics' rect pad 0.5): LibreYOLO validates at imgsz, and the
+  // grey border cost a model trained by it 0.15 mAP50 here (false positives along the edges).
+  plan_ = data::plan_rect_batches(records, options_.batch_size, options_.image_size, 32, /*pad=*/0.0);
   for (std::size_t i = 0; i < dataset_.size(); ++i) {
     const auto& record = dataset_.record(i);
     image_ids_.push_back(static_cast<std::int64_t>(i));

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "models/torch_file.h"
+#include "models/yolo9/model.h"
 
 #include "build_config.h"
 
@@ -256,7 +257,10 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   const ModelName name = parse_model_name(spec);
   LoadedModel loaded;
   if (!name.is_file) {
-    loaded.model = build_model(name, class_count);
+    // LibreYOLO builds a named YOLOv9 at COCO geometry and replaces only the last class
+    // convolutions for another nc, so its class towers keep the 80-class width.
+    if (name.family == "yolo9") loaded.class_hidden = yolo9::class_tower_width(name.size, 80);
+    loaded.model = build_model(name, class_count, loaded.class_hidden);
     loaded.name = name;
     loaded.class_count = class_count;
     return loaded;
@@ -270,8 +274,18 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   loaded.names = checkpoint.names;
   loaded.weights = path;
   loaded.image_size = checkpoint.image_size;
-  loaded.model = build_model(loaded.name, checkpoint.class_count);
   std::map<std::string, at::Tensor> tensors(checkpoint.model.begin(), checkpoint.model.end());
+  // LibreYOLO's YOLOv9 trainer saves its PGI auxiliary branch (aux.*, aux_head.*) too; it is a training-only
+  // path that inference drops, and that our YOLOv9 does not build yet.
+  if (loaded.name.family == "yolo9" && std::erase_if(tensors, [](const auto& item) { return item.first.rfind("aux.", 0) == 0 || item.first.rfind("aux_head.", 0) == 0; }) > 0) {
+    log::info("{}: the PGI auxiliary branch (aux.*, aux_head.*) is training-only and not loaded", path.filename().string());
+  }
+  // A YOLOv9 checkpoint is read at the class-tower width it holds: the formula's for its nc (the
+  // released weights, and ours trained before we followed LibreYOLO) or the COCO width (LibreYOLO's trainer).
+  if (const auto tower = tensors.find("head.cv3.0.0.conv.weight"); loaded.name.family == "yolo9" && tower != tensors.end()) {
+    loaded.class_hidden = static_cast<int>(tower->second.size(0));
+  }
+  loaded.model = build_model(loaded.name, checkpoint.class_count, loaded.class_hidden);
   try {
     load_state_dict(*loaded.model.module, tensors, /*strict=*/true);
   } catch (const ModelError& e) {

@@ -61,14 +61,14 @@ void to_channels_last(torch::nn::Module& module) {
   }
 }
 
-DetectionModel build_model(const ModelName& name, int class_count) {
+DetectionModel build_model(const ModelName& name, int class_count, int class_hidden) {
   if (name.family.empty()) {
     throw ModelError("this model name does not say its family and size: use a name like yolo9-t or yolox-s, or a "
                      "checkpoint whose metadata names them");
   }
   DetectionModel model;
   if (name.family == "yolo9") {
-    yolo9::Model net(name.size, class_count);
+    yolo9::Model net(name.size, class_count, class_hidden);
     model.display_name = fmt::format("YOLOv9-{}", name.size);
     model.module = net.ptr();
     model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };

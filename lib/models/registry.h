@@ -23,7 +23,8 @@ struct DetectionModel {
 };
 
 // Throws ModelError for an unknown family or size. Weights files go through load_model (checkpoint.h).
-DetectionModel build_model(const ModelName& name, int class_count);
+// `class_hidden`: YOLOv9's class-tower width (0 = max(ch0, min(nc, 100))); YOLOX ignores it.
+DetectionModel build_model(const ModelName& name, int class_count, int class_hidden = 0);
 
 // Stores every 4-D parameter and buffer (the convolution weights) channels-last (NHWC), in place:
 // oneDNN's CPU convolutions, and cuDNN's under AMP, run faster on that layout. Values, names and

@@ -250,7 +250,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   models::LoadedModel loaded = models::load_model(model_spec, class_count, &checkpoint);
   if (loaded.class_count != class_count) {  // pretrained weights for another class count: keep the backbone
     const auto pretrained = models::state_dict(*loaded.model.module);
-    loaded.model = models::build_model(loaded.name, class_count);
+    loaded.model = models::build_model(loaded.name, class_count, loaded.class_hidden);
     const std::size_t kept = load_matching(*loaded.model.module, pretrained);
     log::info("Transferred {}/{} tensors from {} (nc {} -> {})", kept, models::state_dict(*loaded.model.module).size(),
               loaded.weights.string(), loaded.class_count, class_count);
@@ -276,7 +276,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   std::unique_ptr<ModelEma> ema;
   models::DetectionModel ema_model;
   if (config.get_bool("ema")) {
-    ema_model = models::build_model(loaded.name, class_count);
+    ema_model = models::build_model(loaded.name, class_count, loaded.class_hidden);
     ema_model.module->to(device);
     if (channels_last) models::to_channels_last(*ema_model.module);
     ema = std::make_unique<ModelEma>(*model.module, ema_model.module, config.get_real("ema_decay"), config.get_real("ema_tau"));

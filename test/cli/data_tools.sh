@@ -7,6 +7,8 @@ expect_exit 0 data synth out=synth synth_images=8 synth_val_images=2 synth_size=
 expect_exit 0 data synth out=synth2 synth_images=8 synth_val_images=2 synth_size=96 seed=3
 cmp -s synth/labels/train/000005.txt synth2/labels/train/000005.txt || fail "synth is not deterministic"
 
+expect_exit 0 data synth --help
+expect_in "$WORK/out" "synth_images="
 expect_exit 0 data check data=synth/data.yaml
 expect_in "$WORK/out" "train: 8 images, 0 backgrounds, 0 corrupt"
 

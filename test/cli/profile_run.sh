@@ -26,7 +26,7 @@ case "$bound" in compute|"host / launch"|dataloader) ;; *) fail "unexpected verd
 util=$("$LIBREYOLO" profile get "$run/profile.json" cpu_util)
 python3 -c "import sys; u=float(sys.argv[1]); sys.exit(0 if 0 < u <= 1 else 1)" "$util" || fail "cpu_util $util not in (0, 1]"
 
-for source in "$run/profile.json" "$run/profile_trace.json"; do
+for source in "$run/profile.json" "$run/profile_trace.json" "$run"; do
   expect_exit 0 profile summary "$source"
   expect_in "$WORK/out" ">> VERDICT:"
   expect_exit 0 profile summary "$source" --json
@@ -47,6 +47,9 @@ expect_exit 0 profile ops "$run/profile.json" top=3 --json
 python3 -c "import json,sys; rows=json.load(open(sys.argv[1])); sys.exit(0 if len(rows) == 3 else 1)" "$WORK/out" || fail "ops top=3 --json"
 
 # bad input: exit 2 with the file or the argument named
+mkdir -p empty_run
+expect_exit 2 profile summary empty_run
+expect_in "$WORK/err" "without profile.json"
 expect_exit 2 profile summary no_such_profile.json
 expect_in "$WORK/err" "no_such_profile.json"
 echo '{"hello": 1}' > not_a_trace.json

@@ -93,11 +93,15 @@ std::vector<torch::Tensor> Neck9Impl::forward(const std::vector<torch::Tensor>& 
   return {p3, p4, p5};
 }
 
-DDetectImpl::DDetectImpl(int class_count, const std::array<int, 3>& channels) {
+int class_tower_width(std::string_view size, int class_count) {
+  return std::max(size_spec(size).head_channels[0], std::min(class_count, 100));
+}
+
+DDetectImpl::DDetectImpl(int class_count, const std::array<int, 3>& channels, int class_hidden_width) {
   constexpr int kGroups = 4;
   const int box_outputs = 4 * kRegMax;
   const int box_hidden = std::max({round_up(channels[0] / 4, kGroups), box_outputs, kRegMax});
-  const int class_hidden = std::max(channels[0], std::min(class_count, 100));
+  const int class_hidden = class_hidden_width > 0 ? class_hidden_width : std::max(channels[0], std::min(class_count, 100));
   cv2_ = register_module("cv2", torch::nn::ModuleList());
   cv3_ = register_module("cv3", torch::nn::ModuleList());
   torch::NoGradGuard no_grad;
@@ -123,10 +127,11 @@ std::vector<torch::Tensor> DDetectImpl::forward(const std::vector<torch::Tensor>
   return outputs;
 }
 
-ModelImpl::ModelImpl(std::string_view size, int class_count) : spec_(size_spec(size)), class_count_(class_count) {
+ModelImpl::ModelImpl(std::string_view size, int class_count, int class_hidden)
+    : spec_(size_spec(size)), class_count_(class_count) {
   backbone_ = register_module("backbone", Backbone9(spec_));
   neck_ = register_module("neck", Neck9(spec_));
-  head_ = register_module("head", DDetect(class_count, spec_.head_channels));
+  head_ = register_module("head", DDetect(class_count, spec_.head_channels, class_hidden));
 }
 
 std::vector<torch::Tensor> ModelImpl::forward(const torch::Tensor& images) { return head_(neck_(backbone_(images))); }

@@ -37,6 +37,9 @@ struct SizeSpec {
 
 const SizeSpec& size_spec(std::string_view size);
 
+// The class towers' width the head formula gives for `class_count` classes: max(ch0, min(nc, 100)).
+int class_tower_width(std::string_view size, int class_count);
+
 class Backbone9Impl : public torch::nn::Module {
  public:
   explicit Backbone9Impl(const SizeSpec& spec);
@@ -63,7 +66,8 @@ TORCH_MODULE(Neck9);
 
 class DDetectImpl : public torch::nn::Module {
  public:
-  DDetectImpl(int class_count, const std::array<int, 3>& channels);
+  // class_hidden: the class towers' width; 0 = max(ch0, min(nc, 100)).
+  DDetectImpl(int class_count, const std::array<int, 3>& channels, int class_hidden = 0);
   // Per level [B, 4*16 + nc, H, W]: box distribution logits then class logits.
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& features);
 
@@ -74,7 +78,7 @@ TORCH_MODULE(DDetect);
 
 class ModelImpl : public torch::nn::Module {
  public:
-  ModelImpl(std::string_view size, int class_count);
+  ModelImpl(std::string_view size, int class_count, int class_hidden = 0);
   std::vector<torch::Tensor> forward(const torch::Tensor& images);  // raw per-level maps
   void fuse();  // BatchNorm folding and RepConvN merging, for inference
 
