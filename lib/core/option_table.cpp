@@ -178,7 +178,7 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {.name = "dfl", .type = T::real, .default_value = "1.5", .group = "loss",
      .help = "distribution focal loss gain (YOLOv9)", .minimum = 0, .maximum = 1000},
     {.name = "aux_weight", .type = T::real, .default_value = "0.25", .group = "loss",
-     .help = "weight of the auxiliary (PGI) head loss (YOLOv9)", .minimum = 0, .maximum = 1000},
+     .help = "YOLOv9: weight of the PGI auxiliary branch's losses, trained beside the main head (0 = no branch)", .minimum = 0, .maximum = 1000},
 
     // --- EMA
     {.name = "ema", .type = T::boolean, .default_value = "true", .group = "ema",

@@ -275,8 +275,8 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   loaded.weights = path;
   loaded.image_size = checkpoint.image_size;
   std::map<std::string, at::Tensor> tensors(checkpoint.model.begin(), checkpoint.model.end());
-  // LibreYOLO's YOLOv9 trainer saves its PGI auxiliary branch (aux.*, aux_head.*) too; it is a training-only
-  // path that inference drops, and that our YOLOv9 does not build yet.
+  // YOLOv9 training checkpoints (LibreYOLO's and ours) hold the PGI auxiliary branch (aux.*,
+  // aux_head.*) too: a training-only path that inference drops. Resume reads it from the file itself.
   if (loaded.name.family == "yolo9" && std::erase_if(tensors, [](const auto& item) { return item.first.rfind("aux.", 0) == 0 || item.first.rfind("aux_head.", 0) == 0; }) > 0) {
     log::info("{}: the PGI auxiliary branch (aux.*, aux_head.*) is training-only and not loaded", path.filename().string());
   }

@@ -73,6 +73,8 @@ DetectionModel build_model(const ModelName& name, int class_count, int class_hid
     model.module = net.ptr();
     model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
     model.fuse = [net]() mutable { net->fuse(); };
+    model.enable_aux = [net]() mutable { net->enable_aux(); };
+    model.forward_aux = [net](const at::Tensor& x) mutable { return net->forward_with_aux(x); };
     return model;
   }
   if (name.family == "yolox") {

@@ -20,6 +20,10 @@ struct DetectionModel {
   std::shared_ptr<torch::nn::Module> module;
   std::function<std::vector<at::Tensor>(const at::Tensor&)> forward;  // raw per-level maps
   std::function<void()> fuse;                                          // for inference
+  // YOLOv9's PGI auxiliary branch, for training; both empty for YOLOX. forward_aux returns the
+  // (main, auxiliary) maps once enable_aux() has attached the branch.
+  std::function<void()> enable_aux;
+  std::function<std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>>(const at::Tensor&)> forward_aux;
 };
 
 // Throws ModelError for an unknown family or size. Weights files go through load_model (checkpoint.h).

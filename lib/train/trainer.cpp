@@ -258,6 +258,17 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   if (resume && !checkpoint) throw UsageError("resume=true needs model= pointing at a checkpoint (runs/train/exp/weights/last.pt)");
   const std::string family = loaded.name.family;
   models::DetectionModel& model = loaded.model;
+  // PGI (YOLOv9): the auxiliary branch trains beside the main head, its losses added at aux_weight;
+  // validation and inference use the main head only. A resumed run keeps the branch it was saved with.
+  bool use_aux = model.enable_aux && config.get_real("aux_weight") > 0;
+  if (use_aux && resume) {
+    const auto* saved = checkpoint->extra("train_model");
+    const auto& source = saved ? named_tensors(*saved) : checkpoint->model;
+    use_aux = std::any_of(source.begin(), source.end(), [](const auto& item) { return item.first.rfind("aux.", 0) == 0; });
+    if (!use_aux) log::info("Resuming a run saved without the PGI auxiliary branch: training on without it");
+  }
+  if (use_aux) model.enable_aux();
+  const double aux_weight = use_aux ? config.get_real("aux_weight") : 0.0;
   if (resume && checkpoint->extra("train_model")) {
     models::load_state_dict(*model.module, [&] {
       const auto t = named_tensors(*checkpoint->extra("train_model"));
@@ -277,6 +288,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   models::DetectionModel ema_model;
   if (config.get_bool("ema")) {
     ema_model = models::build_model(loaded.name, class_count, loaded.class_hidden);
+    if (use_aux) ema_model.enable_aux();
     ema_model.module->to(device);
     if (channels_last) models::to_channels_last(*ema_model.module);
     ema = std::make_unique<ModelEma>(*model.module, ema_model.module, config.get_real("ema_decay"), config.get_real("ema_tau"));
@@ -536,9 +548,17 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
       {
         const auto phase = profile::scoped_phase(profiler.get(), "forward");
         AutocastGuard guard(device.type(), amp_dtype, autocast);
-        const auto maps = model.forward(x);
-        terms = family == "yolox" ? models::yolox::loss(maps, targets, yolox_loss)
-                                  : models::yolo9::loss(maps, targets, yolo9_loss);
+        if (use_aux) {
+          const auto [maps, aux_maps] = model.forward_aux(x);
+          terms = models::yolo9::loss(maps, targets, yolo9_loss);
+          const auto aux_terms = models::yolo9::loss(aux_maps, targets, yolo9_loss);
+          terms.total = terms.total + aux_weight * aux_terms.total;  // LibreYOLO: every term main + w * aux
+          for (auto& [name, value] : terms.parts) value = value + aux_weight * aux_terms.part(name);
+        } else {
+          const auto maps = model.forward(x);
+          terms = family == "yolox" ? models::yolox::loss(maps, targets, yolox_loss)
+                                    : models::yolo9::loss(maps, targets, yolo9_loss);
+        }
       }
       const at::Tensor& total = terms.total;
       std::vector<at::Tensor> parts;

@@ -1,6 +1,7 @@
 """Writes what the C++ model parity test compares against: a model of libreyolo 1.6.0 built in
 Python (random weights, fixed seed, nc=80, BatchNorm statistics randomised so eval mode uses
-them), its state dict, an input batch and the raw head outputs in eval and train mode.
+them), its state dict, an input batch and the raw head outputs in eval and train mode; for YOLOv9
+with the PGI auxiliary branch attached (enable_aux), and the auxiliary head's train-mode maps too.
 
     make_reference.py OUT_DIR FAMILY SIZE [SIZE ...]      FAMILY: yolox | yolo9
 
@@ -68,6 +69,7 @@ def reference(family: str, size: str, out: pathlib.Path) -> None:
         model = yolox_nn.LibreYOLOXModel(config=size, nb_classes=80)
     else:
         model = yolo9_nn.LibreYOLO9Model(config=size, nb_classes=80)
+        model.enable_aux(0.25)
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, torch.nn.BatchNorm2d):
@@ -81,6 +83,14 @@ def reference(family: str, size: str, out: pathlib.Path) -> None:
     for mode, train in (("eval", False), ("train", True)):
         for level, maps in enumerate(head_maps(family, model, images, train)):
             tensors[f"{mode}{level}"] = maps
+    if family == "yolo9":  # the auxiliary branch runs only in training, from the backbone's P3, P4 and B5
+        model.train()
+        with torch.no_grad():
+            p3, p4, _, b5 = model.backbone(images, return_b5=True)
+            features = model.aux(p3, p4, b5)
+            for level, feature in enumerate(features):
+                head = model.aux_head
+                tensors[f"aux{level}"] = torch.cat([head.cv2[level](feature), head.cv3[level](feature)], 1)
     save_file(weights, str(out / f"{family}-{size}.weights.safetensors"))
     save_file(tensors, str(out / f"{family}-{size}.io.safetensors"))
     print(f"{family}-{size}: {sum(p.numel() for p in model.parameters())} parameters, {len(weights)} state-dict entries")

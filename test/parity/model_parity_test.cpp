@@ -1,6 +1,7 @@
 // Parity with libreyolo 1.6.0: our model loads the reference state dict unchanged (same names
 // and shapes, strict) and gives the same raw head outputs on the same input to 1e-4, in eval
-// and in train mode. The reference files come from make_reference.py.
+// and in train mode, and for YOLOv9 the PGI auxiliary head's too. The reference files come from
+// make_reference.py.
 //   model_parity_test DIR FAMILY SIZE...
 #include "models/safetensors.h"
 #include "models/yolo9/model.h"
@@ -48,14 +49,17 @@ int main(int argc, char** argv) {
       const std::string size = argv[i];
       std::shared_ptr<torch::nn::Module> module;
       std::function<std::vector<at::Tensor>(const at::Tensor&)> forward;
+      std::function<std::vector<at::Tensor>(const at::Tensor&)> forward_aux;
       if (family == "yolox") {
         yolox::Model model(size, 80);
         module = model.ptr();
         forward = [model](const at::Tensor& x) mutable { return model->forward(x); };
       } else {
         yolo9::Model model(size, 80);
+        model->enable_aux();
         module = model.ptr();
         forward = [model](const at::Tensor& x) mutable { return model->forward(x); };
+        forward_aux = [model](const at::Tensor& x) mutable { return model->forward_with_aux(x).second; };
       }
       const std::string stem = dir + "/" + family + "-" + size;
       load_state_dict(*module, read_safetensors(stem + ".weights.safetensors"), /*strict=*/true);
@@ -66,6 +70,7 @@ int main(int argc, char** argv) {
       ok = compare("eval ", forward(io.at("input")), io, "eval") && ok;
       module->train();
       ok = compare("train", forward(io.at("input")), io, "train") && ok;
+      if (forward_aux) ok = compare("aux  ", forward_aux(io.at("input")), io, "aux") && ok;
     }
   } catch (const std::exception& error) {
     fmt::print("error: {}\n", error.what());

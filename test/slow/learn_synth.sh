@@ -5,7 +5,7 @@
 "$LIBREYOLO" data synth out=ds synth_size=160 quiet=true >/dev/null 2>&1 || { echo "synth failed"; exit 1; }
 start=$(date +%s)
 expect_exit 0 train model=yolo9-t data=ds/data.yaml imgsz=192 batch=8 epochs=20 warmup_epochs=1 no_aug_epochs=15 \
-  eval_interval=5 workers=2 project=runs name=synth quiet=true --json
+  eval_interval=5 aux_weight=0 workers=2 project=runs name=synth quiet=true --json
 seconds=$(( $(date +%s) - start ))
 cat "$WORK/out"
 map50=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["best_mAP50"])' "$WORK/out")

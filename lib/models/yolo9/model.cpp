@@ -64,12 +64,34 @@ Backbone9Impl::Backbone9Impl(const SizeSpec& spec) {
   spp_ = register_module("spp", nn::SPPELAN(previous, spec.spp_out / 2, spec.spp_out));
 }
 
-std::vector<torch::Tensor> Backbone9Impl::forward(const torch::Tensor& x) {
+std::vector<torch::Tensor> Backbone9Impl::forward_with_b5(const torch::Tensor& x) {
   torch::Tensor y = elan1_.forward(conv1_(conv0_(x)));
   const torch::Tensor p3 = elan2_(down2_.forward(y));
   const torch::Tensor p4 = elan3_(down3_.forward(p3));
-  const torch::Tensor p5 = spp_(elan4_(down4_.forward(p4)));
-  return {p3, p4, p5};
+  const torch::Tensor b5 = elan4_(down4_.forward(p4));
+  return {p3, p4, spp_(b5), b5};
+}
+
+std::vector<torch::Tensor> Backbone9Impl::forward(const torch::Tensor& x) {
+  auto features = forward_with_b5(x);
+  features.pop_back();
+  return features;
+}
+
+AuxNeck9Impl::AuxNeck9Impl(const SizeSpec& spec) {
+  const int b3 = spec.stages[0][1], b4 = spec.stages[1][1], b5 = spec.stages[2][1];
+  spp_ = register_module("spp", nn::SPPELAN(b5, spec.spp_out / 2, spec.spp_out));
+  const auto [a4_out, a4_part] = spec.neck_up1;
+  elan_a4_ = register_module("elan_a4", nn::RepNCSPELAN(spec.spp_out + b4, a4_part, a4_part / 2, a4_out, spec.depth));
+  const auto [a3_out, a3_part] = spec.neck_up2;
+  elan_a3_ = register_module("elan_a3", nn::RepNCSPELAN(a4_out + b3, a3_part, a3_part / 2, a3_out, spec.depth));
+}
+
+std::vector<torch::Tensor> AuxNeck9Impl::forward(const torch::Tensor& p3, const torch::Tensor& p4, const torch::Tensor& b5) {
+  const torch::Tensor a5 = spp_(b5);
+  const torch::Tensor a4 = elan_a4_(torch::cat({nn::upsample_nearest_2x(a5), p4}, 1));
+  const torch::Tensor a3 = elan_a3_(torch::cat({nn::upsample_nearest_2x(a4), p3}, 1));
+  return {a3, a4, a5};
 }
 
 Neck9Impl::Neck9Impl(const SizeSpec& spec) {
@@ -135,6 +157,21 @@ ModelImpl::ModelImpl(std::string_view size, int class_count, int class_hidden)
 }
 
 std::vector<torch::Tensor> ModelImpl::forward(const torch::Tensor& images) { return head_(neck_(backbone_(images))); }
+
+void ModelImpl::enable_aux() {
+  if (has_aux()) return;
+  aux_ = register_module("aux", AuxNeck9(spec_));
+  aux_head_ = register_module("aux_head", DDetect(class_count_, spec_.head_channels));
+}
+
+std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> ModelImpl::forward_with_aux(const torch::Tensor& images) {
+  if (!has_aux()) throw std::logic_error("forward_with_aux: enable_aux() first");
+  const auto features = backbone_->forward_with_b5(images);
+  const std::vector<torch::Tensor> pyramid{features[0], features[1], features[2]};
+  auto main = head_(neck_(pyramid));
+  auto auxiliary = aux_head_(aux_(features[0], features[1], features[3]));
+  return {std::move(main), std::move(auxiliary)};
+}
 
 void ModelImpl::fuse() { nn::fuse_for_inference(*this); }
 

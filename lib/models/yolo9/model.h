@@ -44,6 +44,7 @@ class Backbone9Impl : public torch::nn::Module {
  public:
   explicit Backbone9Impl(const SizeSpec& spec);
   std::vector<torch::Tensor> forward(const torch::Tensor& x);  // P3, P4, P5 (after SPPELAN)
+  std::vector<torch::Tensor> forward_with_b5(const torch::Tensor& x);  // + B5, the stage-4 output before SPPELAN
 
  private:
   nn::BaseConv conv0_{nullptr}, conv1_{nullptr};
@@ -76,11 +77,30 @@ class DDetectImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DDetect);
 
+// PGI's auxiliary FPN, used only in training (LibreYOLO's AuxNeck): SPPELAN on the pre-SPP B5, then
+// top-down with the backbone's P4 and P3, each through a RepNCSPELAN.
+class AuxNeck9Impl : public torch::nn::Module {
+ public:
+  explicit AuxNeck9Impl(const SizeSpec& spec);
+  std::vector<torch::Tensor> forward(const torch::Tensor& p3, const torch::Tensor& p4, const torch::Tensor& b5);
+
+ private:
+  nn::SPPELAN spp_{nullptr};
+  nn::RepNCSPELAN elan_a4_{nullptr}, elan_a3_{nullptr};
+};
+TORCH_MODULE(AuxNeck9);
+
 class ModelImpl : public torch::nn::Module {
  public:
   ModelImpl(std::string_view size, int class_count, int class_hidden = 0);
   std::vector<torch::Tensor> forward(const torch::Tensor& images);  // raw per-level maps
   void fuse();  // BatchNorm folding and RepConvN merging, for inference
+
+  // Attaches the PGI auxiliary branch (modules `aux`, `aux_head`, after `head` as in LibreYOLO's
+  // state_dict); once only. forward() never runs it; forward_with_aux() returns (main, aux) maps.
+  void enable_aux();
+  bool has_aux() const { return !aux_head_.is_empty(); }
+  std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> forward_with_aux(const torch::Tensor& images);
 
   const SizeSpec& spec() const { return spec_; }
   int class_count() const { return class_count_; }
@@ -92,6 +112,8 @@ class ModelImpl : public torch::nn::Module {
   Backbone9 backbone_{nullptr};
   Neck9 neck_{nullptr};
   DDetect head_{nullptr};
+  AuxNeck9 aux_{nullptr};
+  DDetect aux_head_{nullptr};
 };
 TORCH_MODULE(Model);
 

@@ -163,3 +163,37 @@ TEST_CASE("The torch.save reader refuses globals it does not know and tensors ou
   std::ofstream(dir.path / "text.pt") << "not a zip";
   CHECK_THAT(message_of([&] { read_torch_file(dir.path / "text.pt"); }), Catch::Contains("not a readable torch.save file"));
 }
+
+TEST_CASE("YOLOv9 checkpoints load at the class-tower width they hold, without the PGI branch", "[checkpoint]") {
+  TempDir dir;
+  // As LibreYOLO trains a named YOLOv9-t for 4 classes: COCO-width (80) class towers, PGI attached.
+  LoadedModel named = load_model("yolo9-t", 4);
+  CHECK(named.class_hidden == 80);
+  named.model.enable_aux();
+  Checkpoint checkpoint;
+  checkpoint.family = "yolo9";
+  checkpoint.size = "t";
+  checkpoint.class_count = 4;
+  checkpoint.names = {"a", "b", "c", "d"};
+  checkpoint.image_size = 192;
+  checkpoint.model = state_dict(*named.model.module);
+  const auto has_aux = [](const NamedTensors& tensors) {
+    return std::any_of(tensors.begin(), tensors.end(), [](const auto& item) { return item.first.rfind("aux_head.", 0) == 0; });
+  };
+  REQUIRE(has_aux(checkpoint.model));
+  write_checkpoint(dir.path / "v9.pt", checkpoint);
+  LoadedModel loaded = load_model((dir.path / "v9.pt").string(), 80);
+  CHECK(loaded.class_hidden == 80);
+  CHECK_FALSE(has_aux(state_dict(*loaded.model.module)));
+  torch::NoGradGuard no_grad;
+  named.model.module->eval();
+  loaded.model.module->eval();
+  const at::Tensor input = torch::rand({1, 3, 64, 64});
+  const auto a = named.model.forward(input), b = loaded.model.forward(input);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i], b[i]));
+
+  // A checkpoint from the head formula (max(ch0, min(nc, 100)) = 64 here) keeps its width.
+  checkpoint.model = state_dict(*build_model(parse_model_name("yolo9-t"), 4).module);
+  write_checkpoint(dir.path / "v9_formula.pt", checkpoint);
+  CHECK(load_model((dir.path / "v9_formula.pt").string(), 80).class_hidden == 64);
+}
