@@ -278,7 +278,8 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   model.module->to(device);
   model.module->train();
   const std::string layout = config.get_text("channels_last");
-  const bool channels_last = layout == "true" || (layout == "auto" && device.is_cpu());
+  // auto: measured per family on the CPU (see the option's help); not measured on a GPU yet
+  const bool channels_last = layout == "true" || (layout == "auto" && device.is_cpu() && family == "yolo9");
   if (channels_last) models::to_channels_last(*model.module);
   log::info("{}: {} parameters, device {}{}", model.display_name,
             [&] { std::int64_t n = 0; for (const auto& p : model.module->parameters()) n += p.numel(); return n; }(),
