@@ -277,7 +277,7 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   std::map<std::string, at::Tensor> tensors(checkpoint.model.begin(), checkpoint.model.end());
   // YOLOv9 training checkpoints (LibreYOLO's and ours) hold the PGI auxiliary branch (aux.*,
   // aux_head.*) too: a training-only path that inference drops. Resume reads it from the file itself.
-  if (loaded.name.family == "yolo9" && std::erase_if(tensors, [](const auto& item) { return item.first.rfind("aux.", 0) == 0 || item.first.rfind("aux_head.", 0) == 0; }) > 0) {
+  if (loaded.name.family == "yolo9" && std::erase_if(tensors, [](const auto& item) { return yolo9::is_aux_tensor(item.first); }) > 0) {
     log::info("{}: the PGI auxiliary branch (aux.*, aux_head.*) is training-only and not loaded", path.filename().string());
   }
   // A YOLOv9 checkpoint is read at the class-tower width it holds: the formula's for its nc (the

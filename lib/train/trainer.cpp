@@ -10,6 +10,7 @@
 #include "models/checkpoint.h"
 #include "models/targets.h"
 #include "models/yolo9/loss.h"
+#include "models/yolo9/model.h"
 #include "models/yolox/loss.h"
 #include "profile/step_profiler.h"
 #include "train/amp.h"
@@ -260,20 +261,18 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir)
   models::DetectionModel& model = loaded.model;
   // PGI (YOLOv9): the auxiliary branch trains beside the main head, its losses added at aux_weight;
   // validation and inference use the main head only. A resumed run keeps the branch it was saved with.
+  const auto* saved_train_model = resume ? checkpoint->extra("train_model") : nullptr;
+  const models::NamedTensors train_weights = saved_train_model ? named_tensors(*saved_train_model) : models::NamedTensors{};
   bool use_aux = model.enable_aux && config.get_real("aux_weight") > 0;
   if (use_aux && resume) {
-    const auto* saved = checkpoint->extra("train_model");
-    const auto& source = saved ? named_tensors(*saved) : checkpoint->model;
-    use_aux = std::any_of(source.begin(), source.end(), [](const auto& item) { return item.first.rfind("aux.", 0) == 0; });
+    const auto& source = saved_train_model ? train_weights : checkpoint->model;
+    use_aux = std::any_of(source.begin(), source.end(), [](const auto& item) { return models::yolo9::is_aux_tensor(item.first); });
     if (!use_aux) log::info("Resuming a run saved without the PGI auxiliary branch: training on without it");
   }
   if (use_aux) model.enable_aux();
   const double aux_weight = use_aux ? config.get_real("aux_weight") : 0.0;
-  if (resume && checkpoint->extra("train_model")) {
-    models::load_state_dict(*model.module, [&] {
-      const auto t = named_tensors(*checkpoint->extra("train_model"));
-      return std::map<std::string, at::Tensor>(t.begin(), t.end());
-    }(), true);
+  if (saved_train_model) {
+    models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(train_weights.begin(), train_weights.end()), true);
   }
   model.module->to(device);
   model.module->train();

@@ -163,15 +163,7 @@ int run_data_preview(const Arguments& arguments) {
 int run_data(const Arguments& arguments) {
   const std::string action = arguments.empty() ? "" : arguments.front();
   const Arguments rest = arguments.empty() ? Arguments{} : Arguments(arguments.begin() + 1, arguments.end());
-  if (!action.empty() && action != "--help" && action != "-h" && action != "help" && wants_help(rest)) {
-    fmt::print("libreyolo data {}\n\n{}", action, config::format_command_help(config::command_data));
-    return 0;
-  }
-  if (action == "check") return run_data_check(rest);
-  if (action == "synth") return run_data_synth(rest);
-  if (action == "preview") return run_data_preview(rest);
-  if (action == "bench") return run_data_bench(rest);
-  if (action.empty() || action == "--help" || action == "-h" || action == "help") {
+  if (action.empty() || wants_help({action})) {
     fmt::print("usage: libreyolo data <action> key=value ...\n"
                "  check    data=...            scan every split: kept/background/corrupt counts, classes, sizes\n"
                "  preview  data=... out=x.jpg  grid of augmented training samples with boxes and class names\n"
@@ -180,6 +172,14 @@ int run_data(const Arguments& arguments) {
                "Keys: libreyolo cfg data (model= picks the family pipeline; imgsz, workers, batch, cache, seed).\n");
     return action.empty() ? 2 : 0;
   }
+  if (wants_help(rest)) {
+    fmt::print("libreyolo data {}\n\n{}", action, config::format_command_help(config::command_data));
+    return 0;
+  }
+  if (action == "check") return run_data_check(rest);
+  if (action == "synth") return run_data_synth(rest);
+  if (action == "preview") return run_data_preview(rest);
+  if (action == "bench") return run_data_bench(rest);
   throw UsageError(fmt::format("unknown data action '{}': use check, preview, bench or synth", action));
 }
 

@@ -115,15 +115,21 @@ std::vector<torch::Tensor> Neck9Impl::forward(const std::vector<torch::Tensor>& 
   return {p3, p4, p5};
 }
 
+namespace {
+int formula_width(int first_channels, int class_count) { return std::max(first_channels, std::min(class_count, 100)); }
+}  // namespace
+
 int class_tower_width(std::string_view size, int class_count) {
-  return std::max(size_spec(size).head_channels[0], std::min(class_count, 100));
+  return formula_width(size_spec(size).head_channels[0], class_count);
 }
+
+bool is_aux_tensor(std::string_view name) { return name.starts_with("aux.") || name.starts_with("aux_head."); }
 
 DDetectImpl::DDetectImpl(int class_count, const std::array<int, 3>& channels, int class_hidden_width) {
   constexpr int kGroups = 4;
   const int box_outputs = 4 * kRegMax;
   const int box_hidden = std::max({round_up(channels[0] / 4, kGroups), box_outputs, kRegMax});
-  const int class_hidden = class_hidden_width > 0 ? class_hidden_width : std::max(channels[0], std::min(class_count, 100));
+  const int class_hidden = class_hidden_width > 0 ? class_hidden_width : formula_width(channels[0], class_count);
   cv2_ = register_module("cv2", torch::nn::ModuleList());
   cv3_ = register_module("cv3", torch::nn::ModuleList());
   torch::NoGradGuard no_grad;

@@ -40,6 +40,9 @@ const SizeSpec& size_spec(std::string_view size);
 // The class towers' width the head formula gives for `class_count` classes: max(ch0, min(nc, 100)).
 int class_tower_width(std::string_view size, int class_count);
 
+// True for a state-dict name of the PGI auxiliary branch (aux.*, aux_head.*).
+bool is_aux_tensor(std::string_view name);
+
 class Backbone9Impl : public torch::nn::Module {
  public:
   explicit Backbone9Impl(const SizeSpec& spec);

@@ -1,6 +1,7 @@
 #include "core/error.h"
 #include "models/checkpoint.h"
 #include "models/torch_file.h"
+#include "models/yolo9/model.h"
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
@@ -36,6 +37,17 @@ void write_archive(const fs::path& path, const std::string& pickle, const std::s
   writer.writeRecord("byteorder", "little", 6);
   if (!storage.empty()) writer.writeRecord("data/0", storage.data(), storage.size());
   writer.writeEndOfFile();
+}
+
+// The raw maps of `model` in eval mode, without autograd.
+std::vector<at::Tensor> eval_outputs(DetectionModel& model, const at::Tensor& input) {
+  torch::NoGradGuard no_grad;
+  model.module->eval();
+  return model.forward(input);
+}
+
+void check_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i], b[i]));
 }
 
 std::string message_of(const std::function<void()>& run) {
@@ -109,12 +121,9 @@ TEST_CASE("Checkpoints round-trip in C++ with metadata, extras and exact weights
   LoadedModel loaded = load_model((dir.path / "a.pt").string(), 80);
   CHECK(loaded.class_count == 3);
   CHECK(loaded.model.display_name == "YOLOX-n");
-  torch::NoGradGuard no_grad;
-  built.model.module->eval();
-  loaded.model.module->eval();
   const at::Tensor input = torch::rand({1, 3, 64, 64});
-  const auto a = built.model.forward(input), b = loaded.model.forward(input);
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i], b[i]));
+  const auto a = eval_outputs(built.model, input);
+  check_equal(a, eval_outputs(loaded.model, input));
 
   // The same as .safetensors: weights and metadata, no extras.
   write_checkpoint(dir.path / "a.safetensors", checkpoint);
@@ -122,9 +131,7 @@ TEST_CASE("Checkpoints round-trip in C++ with metadata, extras and exact weights
   CHECK(from_safetensors.class_count == 3);
   CHECK(from_safetensors.names == std::vector<std::string>{"cat", "dog", "bird"});
   CHECK(identify_model((dir.path / "a.safetensors").string()).family == "yolox");
-  from_safetensors.model.module->eval();
-  const auto c = from_safetensors.model.forward(input);
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i], c[i]));
+  check_equal(a, eval_outputs(from_safetensors.model, input));
 }
 
 TEST_CASE("model= with a missing weights file is a model error naming where weights come from", "[checkpoint]") {
@@ -178,19 +185,15 @@ TEST_CASE("YOLOv9 checkpoints load at the class-tower width they hold, without t
   checkpoint.image_size = 192;
   checkpoint.model = state_dict(*named.model.module);
   const auto has_aux = [](const NamedTensors& tensors) {
-    return std::any_of(tensors.begin(), tensors.end(), [](const auto& item) { return item.first.rfind("aux_head.", 0) == 0; });
+    return std::any_of(tensors.begin(), tensors.end(), [](const auto& item) { return yolo9::is_aux_tensor(item.first); });
   };
   REQUIRE(has_aux(checkpoint.model));
   write_checkpoint(dir.path / "v9.pt", checkpoint);
   LoadedModel loaded = load_model((dir.path / "v9.pt").string(), 80);
   CHECK(loaded.class_hidden == 80);
   CHECK_FALSE(has_aux(state_dict(*loaded.model.module)));
-  torch::NoGradGuard no_grad;
-  named.model.module->eval();
-  loaded.model.module->eval();
   const at::Tensor input = torch::rand({1, 3, 64, 64});
-  const auto a = named.model.forward(input), b = loaded.model.forward(input);
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i], b[i]));
+  check_equal(eval_outputs(named.model, input), eval_outputs(loaded.model, input));
 
   // A checkpoint from the head formula (max(ch0, min(nc, 100)) = 64 here) keeps its width.
   checkpoint.model = state_dict(*build_model(parse_model_name("yolo9-t"), 4).module);
