@@ -2,7 +2,6 @@
 
 #include "core/close_matches.h"
 #include "core/error.h"
-#include "models/checkpoint.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -196,7 +195,7 @@ Config::Config(Command command) : command_(command) {
   if (command == command_predict) set("project", "runs/predict", Source::command_default);
 }
 
-Config Config::from_arguments(Command command, std::span<const std::string> arguments) {
+Config Config::from_arguments(Command command, std::span<const std::string> arguments, const ModelIdentifier& identify) {
   const std::vector<Token> tokens = tokenize(command, arguments);
   Config config(command);
   // cfg= first, wherever it stands, so the command line overrides the file.
@@ -207,8 +206,34 @@ Config Config::from_arguments(Command command, std::span<const std::string> argu
   for (const auto& token : tokens) {
     if (token.key != "cfg") config.apply_token(token.key, token.text, Source::command_line, "");
   }
-  config.apply_family_defaults();
+  config.refuse_unsupported();
+  config.apply_family_defaults(identify);
   return config;
+}
+
+bool Config::differs_from_default(std::string_view key) const {
+  const std::size_t index = index_of(key);
+  if (sources_[index] != Source::cfg_file && sources_[index] != Source::command_line) return false;
+  const OptionSpec& spec = option_table()[index];
+  return values_[index] != parse_value(spec, spec.default_value);
+}
+
+// Keys whose feature we do not have (Support::refused) take only their default: anything else
+// is refused before any work starts, rather than run without it.
+void Config::refuse_unsupported() const {
+  for (const auto& spec : option_table()) {
+    if (spec.support != Support::refused || !(spec.commands & command_) || !differs_from_default(spec.name)) continue;
+    throw UsageError(fmt::format("{}={} is not supported: {}. Remove the key (default: {})", spec.name,
+                                 format_value(value(spec.name)), spec.why, spec.default_value.empty() ? "empty" : spec.default_value));
+  }
+}
+
+std::vector<const OptionSpec*> Config::logged_keys_set() const {
+  std::vector<const OptionSpec*> out;
+  for (const auto& spec : option_table()) {
+    if (spec.support == Support::logged && (spec.commands & command_) && differs_from_default(spec.name)) out.push_back(&spec);
+  }
+  return out;
 }
 
 void Config::apply_token(std::string_view raw_key, std::string_view text, Source source, std::string_view context) {
@@ -259,11 +284,10 @@ void Config::load_cfg_file(const std::string& path) {
   }
 }
 
-void Config::apply_family_defaults() {
-  const std::string& model = get_text("model");
+void Config::apply_family_defaults(const ModelIdentifier& identify) {
   // An unknown model name or a missing weights file throws ModelError (exit 4) here, before
   // any work starts; a checkpoint's family comes from its metadata.
-  const auto name = models::identify_model(model);
+  const ModelIdentity name = identify(get_text("model"));
   family_ = name.family;
   size_ = name.size;
   if (family_.empty()) return;

@@ -7,12 +7,20 @@
 #include "core/option_value.h"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace libreyolo::config {
+
+// Family and size of a `model=` value. Naming models is the model layer's business: the caller
+// hands in the identifier (models::identify_model), so the config never opens a weights file itself.
+struct ModelIdentity {
+  std::string family, size;
+};
+using ModelIdentifier = std::function<ModelIdentity(const std::string& model)>;
 
 enum class Source { table_default, family_default, command_default, cfg_file, command_line };
 std::string_view source_name(Source source);
@@ -23,8 +31,9 @@ class Config {
   explicit Config(Command command);
 
   // Parses `key=value`, `--key value`, `--key=value`, bare bool keys, `--no-key`, aliases and
-  // `cfg=file.yaml`; throws UsageError (exit 2) for anything it cannot accept.
-  static Config from_arguments(Command command, std::span<const std::string> arguments);
+  // `cfg=file.yaml`; throws UsageError (exit 2) for anything it cannot accept. `identify` names
+  // the model's family and size, whose defaults are then applied.
+  static Config from_arguments(Command command, std::span<const std::string> arguments, const ModelIdentifier& identify);
 
   Command command() const { return command_; }
   const Value& value(std::string_view key) const;
@@ -46,6 +55,12 @@ class Config {
   const std::string& family() const { return family_; }
   const std::string& size() const { return size_; }
 
+  // Keys the user set (command line or cfg file) to something other than the table default.
+  bool differs_from_default(std::string_view key) const;
+  // Keys the user set that the program accepts but does not act on (Support::logged), for the
+  // one log line each owes: "key=value".
+  std::vector<const OptionSpec*> logged_keys_set() const;
+
   // One line per Ultralytics alias used, for the log.
   const std::vector<std::string>& notes() const { return notes_; }
 
@@ -57,7 +72,8 @@ class Config {
   std::size_t index_of(std::string_view key) const;
   void load_cfg_file(const std::string& path);
   void apply_token(std::string_view key, std::string_view text, Source source, std::string_view context);
-  void apply_family_defaults();
+  void apply_family_defaults(const ModelIdentifier& identify);
+  void refuse_unsupported() const;
 
   Command command_;
   std::vector<Value> values_;   // indexed like option_table()

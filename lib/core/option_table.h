@@ -33,6 +33,14 @@ enum Command : unsigned {
 inline constexpr unsigned command_all =
     command_train | command_val | command_predict | command_profile | command_data | command_info;
 
+// What the program does with a key (the table test fails on a key left unclassified).
+enum class Support {
+  unclassified,
+  honoured,  // read and applied
+  logged,    // accepted; the run goes on without it and logs one line that says why (`why`)
+  refused,   // anything but its default is a usage error (exit 2) that says why (`why`)
+};
+
 struct OptionSpec {
   std::string_view name;
   ValueType type;
@@ -45,6 +53,8 @@ struct OptionSpec {
   std::string_view choices = {};   // space separated
   std::string_view synonyms = {};  // space separated `alias=choice`
   bool nullable = false;           // accepts `none`
+  Support support = Support::unclassified;
+  std::string_view why = {};       // for logged and refused keys: the reason, as users read it
 };
 
 // A family (or family-size) default that replaces the table default unless the user gave the key.

@@ -7,9 +7,12 @@
 
 namespace libreyolo::data {
 
+std::string_view recipe_name(Recipe recipe) { return recipe == Recipe::yolox ? "yolox" : "yolo9"; }
+
 AugmentConfig AugmentConfig::from_config(const config::Config& config) {
   AugmentConfig augment;
-  augment.family = config.family().empty() ? "yolox" : config.family();
+  // The table's default model is YOLOX-s: a model name that does not say its family gets its recipe.
+  augment.recipe = config.family() == "yolo9" ? Recipe::yolo9 : Recipe::yolox;
   const auto size = config.get_image_size("imgsz");
   augment.image_size = std::max(size.height, size.width);
   augment.mosaic = config.get_real("mosaic");
@@ -43,7 +46,7 @@ Sample TrainPipeline::sample(std::size_t index, int epoch, std::span<const std::
   // a pool too small to mix well: partners come from the whole dataset (same draws, no index list)
   if (pool.size() < 4) pool = {};
   Draw draw{random, pool, dataset_.size()};
-  Sample out = augment_.family == "yolox" ? yolox_sample(index, draw) : yolo9_sample(index, draw);
+  Sample out = augment_.recipe == Recipe::yolox ? yolox_sample(index, draw) : yolo9_sample(index, draw);
   if (static_cast<int>(out.boxes.size()) > augment_.max_labels) out.boxes.resize(augment_.max_labels);
   return out;
 }

@@ -15,11 +15,16 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace libreyolo::data {
 
+// Which family's augmentation recipe a pipeline follows.
+enum class Recipe { yolo9, yolox };
+std::string_view recipe_name(Recipe recipe);
+
 struct AugmentConfig {
-  std::string family = "yolo9";
+  Recipe recipe = Recipe::yolo9;
   int image_size = 640;
   double mosaic = 1.0, mixup = 0.0;
   double hsv_prob = 1.0, hue = 0.015, saturation = 0.7, value = 0.4;

@@ -11,8 +11,7 @@ namespace libreyolo::eval {
 
 namespace {
 
-constexpr int kThresholds = 10, kRecalls = 101, kAreas = 4, kMaxDets = 3;
-constexpr std::array<int, kMaxDets> kMaxDet{1, 10, 100};
+constexpr int kThresholds = 10, kRecalls = 101, kAreas = 4;
 constexpr std::array<std::array<double, 2>, kAreas> kAreaRange{
     {{0, 1e10}, {0, 32.0 * 32.0}, {32.0 * 32.0, 96.0 * 96.0}, {96.0 * 96.0, 1e10}}};
 
@@ -29,14 +28,15 @@ double iou(const CocoBox& d, const CocoBox& g) {
   return inter / (d.w * d.h + g.w * g.h - inter);
 }
 
-// One image, one category, one area range (maxDets 100): what accumulate needs.
+// One image, one category, one area range (up to the largest maxDets): what accumulate needs.
 struct ImageEval {
-  std::vector<double> scores;                  // detections by descending score, ≤ 100
+  std::vector<double> scores;                  // detections by descending score, ≤ the largest maxDets
   std::vector<std::array<char, kThresholds>> matched, ignored;  // per detection
   int counted_gt = 0;                          // ground truths not ignored
 };
 
-ImageEval evaluate_image(const std::vector<const CocoBox*>& gts_in, std::vector<const CocoBox*> dts, int area) {
+ImageEval evaluate_image(const std::vector<const CocoBox*>& gts_in, std::vector<const CocoBox*> dts, int area,
+                         std::size_t max_detections) {
   ImageEval e;
   const double lo = kAreaRange[area][0], hi = kAreaRange[area][1];
   // ground truth: not-ignored first (stable)
@@ -53,7 +53,7 @@ ImageEval evaluate_image(const std::vector<const CocoBox*>& gts_in, std::vector<
     }
   }
   std::stable_sort(dts.begin(), dts.end(), [](const CocoBox* a, const CocoBox* b) { return a->score > b->score; });
-  if (dts.size() > 100) dts.resize(100);
+  if (dts.size() > max_detections) dts.resize(max_detections);
   e.counted_gt = static_cast<int>(std::count(gt_ignore.begin(), gt_ignore.end(), 0));
   std::vector<std::array<char, kThresholds>> gt_matched(gts.size(), std::array<char, kThresholds>{});
   e.matched.assign(dts.size(), {});
@@ -102,7 +102,16 @@ double mean_valid(const std::vector<double>& values) {
 }  // namespace
 
 CocoResult coco_evaluate(const std::vector<std::int64_t>& images, const std::vector<int>& categories,
-                         const std::vector<CocoBox>& ground_truth, const std::vector<CocoBox>& detections) {
+                         const std::vector<CocoBox>& ground_truth, const std::vector<CocoBox>& detections,
+                         int max_detections) {
+  // LibreYOLO's eval_max_det: maxDets {1, 10, 100} plus the cap; AP and the area ARs are read at
+  // the cap, metrics/recall stays AR@100.
+  std::vector<int> max_dets{1, 10, 100, std::max(1, max_detections)};
+  std::sort(max_dets.begin(), max_dets.end());
+  max_dets.erase(std::unique(max_dets.begin(), max_dets.end()), max_dets.end());
+  const int kMaxDets = static_cast<int>(max_dets.size());
+  const auto index_of = [&](int cap) { return static_cast<int>(std::find(max_dets.begin(), max_dets.end(), cap) - max_dets.begin()); };
+  const int at_cap = index_of(std::max(1, max_detections)), at_100 = index_of(100);
   std::map<std::pair<std::int64_t, int>, std::vector<const CocoBox*>> gts, dts;
   for (const auto& g : ground_truth) gts[{g.image, g.category}].push_back(&g);
   for (const auto& d : detections) dts[{d.image, d.category}].push_back(&d);
@@ -124,7 +133,8 @@ CocoResult coco_evaluate(const std::vector<std::int64_t>& images, const std::vec
         const auto g = gts.find({image, categories[k]});
         const auto d = dts.find({image, categories[k]});
         if (g == gts.end() && d == dts.end()) continue;
-        evals.push_back(evaluate_image(g == gts.end() ? none : g->second, d == dts.end() ? none : d->second, a));
+        evals.push_back(evaluate_image(g == gts.end() ? none : g->second, d == dts.end() ? none : d->second, a,
+                                       static_cast<std::size_t>(max_dets.back())));
       }
       int counted = 0;
       for (const auto& e : evals) counted += e.counted_gt;
@@ -133,7 +143,7 @@ CocoResult coco_evaluate(const std::vector<std::int64_t>& images, const std::vec
         struct Det { double score; const ImageEval* e; std::size_t i; };
         std::vector<Det> all;
         for (const auto& e : evals) {
-          const std::size_t n = std::min<std::size_t>(e.scores.size(), static_cast<std::size_t>(kMaxDet[m]));
+          const std::size_t n = std::min<std::size_t>(e.scores.size(), static_cast<std::size_t>(max_dets[static_cast<std::size_t>(m)]));
           for (std::size_t i = 0; i < n; ++i) all.push_back({e.scores[i], &e, i});
         }
         std::stable_sort(all.begin(), all.end(), [](const Det& x, const Det& y) { return x.score > y.score; });
@@ -184,10 +194,11 @@ CocoResult coco_evaluate(const std::vector<std::int64_t>& images, const std::vec
     }
     return mean_valid(values);
   };
-  result.stats = {ap(-1, 0, 2), ap(0, 0, 2), ap(5, 0, 2), ap(-1, 1, 2), ap(-1, 2, 2), ap(-1, 3, 2),
-                  ar(0, 0),     ar(0, 1),    ar(0, 2),    ar(1, 2),     ar(2, 2),     ar(3, 2)};
+  const int c = at_cap;
+  result.stats = {ap(-1, 0, c), ap(0, 0, c), ap(5, 0, c), ap(-1, 1, c), ap(-1, 2, c), ap(-1, 3, c),
+                  ar(0, index_of(1)), ar(0, index_of(10)), ar(0, c),    ar(1, c),     ar(2, c),     ar(3, c)};
   result.precision = result.stats[0];
-  result.recall = result.stats[8];
+  result.recall = ar(0, at_100);
   for (std::size_t k = 0; k < K; ++k) {
     CocoResult::PerClass row;
     row.category = categories[k];
@@ -198,10 +209,10 @@ CocoResult coco_evaluate(const std::vector<std::int64_t>& images, const std::vec
     if (per_image.empty()) continue;
     row.images = static_cast<std::int64_t>(per_image.size());
     for (const auto& [image, n] : per_image) row.instances += n;
-    row.map50_95 = ap(-1, 0, 2, k);
-    row.map50 = ap(0, 0, 2, k);
+    row.map50_95 = ap(-1, 0, c, k);
+    row.map50 = ap(0, 0, c, k);
     row.precision = row.map50_95;
-    row.recall = ar(0, 2, k);
+    row.recall = ar(0, at_100, k);
     result.per_class.push_back(row);
   }
   return result;

@@ -37,8 +37,11 @@ struct CocoResult {
 };
 
 // `images`: every evaluated image id (images without ground truth count: their detections are
-// false positives). `categories`: the class ids to average over.
+// false positives). `categories`: the class ids to average over. `max_detections`: the COCO cap
+// (LibreYOLO's eval_max_det): AP, AR@cap and the area metrics count at most that many
+// detections per image (maxDets becomes {1, 10, 100, cap}; 100 is pycocotools' default).
 CocoResult coco_evaluate(const std::vector<std::int64_t>& images, const std::vector<int>& categories,
-                         const std::vector<CocoBox>& ground_truth, const std::vector<CocoBox>& detections);
+                         const std::vector<CocoBox>& ground_truth, const std::vector<CocoBox>& detections,
+                         int max_detections = 100);
 
 }  // namespace libreyolo::eval

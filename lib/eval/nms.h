@@ -1,6 +1,5 @@
-// Detection post-processing: decode each family's raw head maps to boxes and scores, then
-// class-aware non-maximum suppression (greedy, as torchvision's nms) with conf, iou, max_det
-// and the multi-label mode validation uses.
+// Detection post-processing: class-aware non-maximum suppression (greedy, as torchvision's nms)
+// with conf, iou, max_det and the multi-label mode validation uses.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -28,18 +27,5 @@ struct NmsOptions {
 // tensor: x1, y1, x2, y2, score, class.
 std::vector<at::Tensor> non_max_suppression(const at::Tensor& boxes, const at::Tensor& class_scores,
                                             const NmsOptions& options);
-
-struct Decoded {
-  at::Tensor boxes;         // [B, A, 4] xyxy in input pixels
-  at::Tensor class_scores;  // [B, A, nc] probabilities
-};
-
-// YOLOv9 (DDetect): per level [B, 4*reg_max + nc, H, W] raw maps; anchors at cell centres,
-// distances = softmax-weighted bins x stride.
-Decoded decode_yolo9(const std::vector<at::Tensor>& maps, int reg_max, const std::vector<int>& strides);
-
-// YOLOX: per level [B, 5 + nc, H, W] eval maps (objectness and classes already sigmoid); centre
-// = (raw + cell index) x stride, size = exp(raw) x stride, class score = objectness x class.
-Decoded decode_yolox(const std::vector<at::Tensor>& maps, const std::vector<int>& strides);
 
 }  // namespace libreyolo::eval

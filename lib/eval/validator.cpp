@@ -2,7 +2,6 @@
 
 #include "data/val_batches.h"
 #include "eval/nms.h"
-#include "models/yolo9/model.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -16,18 +15,11 @@
 
 namespace libreyolo::eval {
 
-at::Tensor network_input(const at::Tensor& images, const std::string& family, const c10::Device& device) {
-  at::Tensor x = images.to(device, /*non_blocking=*/true).to(at::kFloat);
-  if (family == "yolox") return x.flip(1);  // RGB -> BGR, 0-255
-  return x.div_(255.0);
-}
-
-std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const std::string& family, double confidence,
+std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const models::Family& family, double confidence,
                                double iou, int max_detections, bool multi_label) {
   std::vector<at::Tensor> float_maps;
   for (const auto& m : maps) float_maps.push_back(m.to(at::kFloat));
-  const Decoded decoded = family == "yolox" ? decode_yolox(float_maps, {8, 16, 32})
-                                            : decode_yolo9(float_maps, models::yolo9::kRegMax, {8, 16, 32});
+  const models::Decoded decoded = family.decode(float_maps);
   NmsOptions options;
   options.confidence = confidence;
   options.iou = iou;
@@ -78,8 +70,8 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
       std::memcpy(batch[static_cast<std::int64_t>(i)].data_ptr(), image.data, image.total() * image.elemSize());
     }
     batch = batch.permute({0, 3, 1, 2}).flip(1).contiguous();  // RGB CHW as the loader gives
-    const auto maps = forward(network_input(batch, options_.family, options_.device));
-    const auto detections = detect(maps, options_.family, options_.confidence, options_.iou, options_.max_detections, true);
+    const auto maps = forward(options_.family->network_input(batch, options_.device));
+    const auto detections = detect(maps, *options_.family, options_.confidence, options_.iou, options_.max_detections, true);
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const at::Tensor d = detections[i].contiguous();
       const auto a = d.accessor<float, 2>();
@@ -93,7 +85,7 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
   }
   std::vector<int> categories(static_cast<std::size_t>(dataset_.class_count()));
   std::iota(categories.begin(), categories.end(), 0);
-  out.coco = coco_evaluate(image_ids_, categories, ground_truth_, out.detections);
+  out.coco = coco_evaluate(image_ids_, categories, ground_truth_, out.detections, options_.coco_max_detections);
   out.images = static_cast<std::int64_t>(dataset_.size());
   out.instances = static_cast<std::int64_t>(ground_truth_.size());
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -6,6 +6,7 @@
 #include "data/dataset.h"
 #include "data/val_batches.h"
 #include "eval/coco_eval.h"
+#include "models/family.h"
 
 #include <ATen/Tensor.h>
 #include <c10/core/Device.h>
@@ -16,21 +17,18 @@
 
 namespace libreyolo::eval {
 
-// The network input from the loader's uint8 RGB [B, 3, H, W]: YOLOv9 takes RGB / 255, YOLOX
-// BGR 0-255 (as upstream), both float32 on `device`.
-at::Tensor network_input(const at::Tensor& images, const std::string& family, const c10::Device& device);
-
 // Per image [K, 6] (x1, y1, x2, y2, score, class) in network-input pixels.
-std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const std::string& family, double confidence,
+std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const models::Family& family, double confidence,
                                double iou, int max_detections, bool multi_label);
 
 struct ValidatorOptions {
-  std::string family;            // yolo9 | yolox
+  const models::Family* family = nullptr;
   int batch_size = 16;
   int image_size = 640;
   double confidence = 0.001;
   double iou = 0.65;
-  int max_detections = 300;
+  int max_detections = 300;       // NMS cap per image
+  int coco_max_detections = 100;  // COCO maxDets cap of the metric (eval_max_det)
   int workers = 2;
   c10::Device device = c10::kCPU;
 };

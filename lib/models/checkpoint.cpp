@@ -3,7 +3,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "models/torch_file.h"
-#include "models/yolo9/model.h"
+#include "models/family.h"
 
 #include "build_config.h"
 
@@ -49,8 +49,9 @@ std::string strip_module_prefix(const std::string& name) {
 // Family and size from a state dict's key names when the file does not say.
 std::string family_from_keys(const NamedTensors& model) {
   for (const auto& [name, tensor] : model) {
-    if (name.rfind("backbone.backbone.dark", 0) == 0 || name.rfind("head.obj_preds", 0) == 0) return "yolox";
-    if (name.rfind("backbone.elan", 0) == 0 || name.rfind("head.cv2", 0) == 0) return "yolo9";
+    for (const Family* f : families()) {
+      if (f->recognises_key(name)) return std::string(f->name());
+    }
   }
   return {};
 }
@@ -253,13 +254,20 @@ ModelName identify_model(const std::string& spec) {
   return name;
 }
 
+config::Config parse_arguments(config::Command command, std::span<const std::string> arguments) {
+  return config::Config::from_arguments(command, arguments, [](const std::string& model) {
+    const ModelName name = identify_model(model);
+    return config::ModelIdentity{name.family, name.size};
+  });
+}
+
 LoadedModel load_model(const std::string& spec, int class_count, std::optional<Checkpoint>* checkpoint_out) {
   const ModelName name = parse_model_name(spec);
   LoadedModel loaded;
   if (!name.is_file) {
     // LibreYOLO builds a named YOLOv9 at COCO geometry and replaces only the last class
     // convolutions for another nc, so its class towers keep the 80-class width.
-    if (name.family == "yolo9") loaded.class_hidden = yolo9::class_tower_width(name.size, 80);
+    if (!name.family.empty()) loaded.class_hidden = family(name.family).named_class_hidden(name.size);
     loaded.model = build_model(name, class_count, loaded.class_hidden);
     loaded.name = name;
     loaded.class_count = class_count;
@@ -275,16 +283,15 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   loaded.weights = path;
   loaded.image_size = checkpoint.image_size;
   std::map<std::string, at::Tensor> tensors(checkpoint.model.begin(), checkpoint.model.end());
+  const Family& model_family = family(loaded.name.family);
   // YOLOv9 training checkpoints (LibreYOLO's and ours) hold the PGI auxiliary branch (aux.*,
   // aux_head.*) too: a training-only path that inference drops. Resume reads it from the file itself.
-  if (loaded.name.family == "yolo9" && std::erase_if(tensors, [](const auto& item) { return yolo9::is_aux_tensor(item.first); }) > 0) {
+  if (std::erase_if(tensors, [&](const auto& item) { return model_family.is_training_only_tensor(item.first); }) > 0) {
     log::info("{}: the PGI auxiliary branch (aux.*, aux_head.*) is training-only and not loaded", path.filename().string());
   }
   // A YOLOv9 checkpoint is read at the class-tower width it holds: the formula's for its nc (the
   // released weights, and ours trained before we followed LibreYOLO) or the COCO width (LibreYOLO's trainer).
-  if (const auto tower = tensors.find("head.cv3.0.0.conv.weight"); loaded.name.family == "yolo9" && tower != tensors.end()) {
-    loaded.class_hidden = static_cast<int>(tower->second.size(0));
-  }
+  loaded.class_hidden = model_family.class_hidden_of(tensors);
   loaded.model = build_model(loaded.name, checkpoint.class_count, loaded.class_hidden);
   try {
     load_state_dict(*loaded.model.module, tensors, /*strict=*/true);

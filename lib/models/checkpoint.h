@@ -4,6 +4,7 @@
 // Also `model=` resolution: from-scratch names, checkpoint paths and LibreYOLO weight names.
 #pragma once
 
+#include "core/config.h"
 #include "models/registry.h"
 #include "models/safetensors.h"
 
@@ -11,6 +12,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +57,10 @@ std::filesystem::path resolve_weights_path(const std::string& spec, const ModelN
 // Family and size of `model=` without building anything: from the name, or for a weights file
 // from its metadata (tensors not read), its file name or its state-dict key names.
 ModelName identify_model(const std::string& spec);
+
+// The configuration of a command from its arguments, with the family defaults of the model
+// that `model=` names (config::Config::from_arguments with identify_model).
+config::Config parse_arguments(config::Command command, std::span<const std::string> arguments);
 
 // A built model plus where its weights came from.
 struct LoadedModel {

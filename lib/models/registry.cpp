@@ -1,9 +1,7 @@
 #include "models/registry.h"
 
 #include "core/error.h"
-#include "models/yolo9/model.h"
-#include "models/yolox/model.h"
-#include "nn/gelan.h"
+#include "models/family.h"
 
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
@@ -62,31 +60,7 @@ void to_channels_last(torch::nn::Module& module) {
 }
 
 DetectionModel build_model(const ModelName& name, int class_count, int class_hidden) {
-  if (name.family.empty()) {
-    throw ModelError("this model name does not say its family and size: use a name like yolo9-t or yolox-s, or a "
-                     "checkpoint whose metadata names them");
-  }
-  DetectionModel model;
-  if (name.family == "yolo9") {
-    yolo9::Model net(name.size, class_count, class_hidden);
-    model.display_name = fmt::format("YOLOv9-{}", name.size);
-    model.module = net.ptr();
-    model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
-    model.fuse = [net]() mutable { net->fuse(); };
-    model.enable_aux = [net]() mutable { net->enable_aux(); };
-    model.forward_aux = [net](const at::Tensor& x) mutable { return net->forward_with_aux(x); };
-    return model;
-  }
-  if (name.family == "yolox") {
-    yolox::Model net(name.size, class_count);
-    model.display_name = fmt::format("YOLOX-{}", name.size);
-    model.default_image_size = net->spec().input_size;
-    model.module = net.ptr();
-    model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
-    model.fuse = [net]() mutable { nn::fuse_for_inference(*net); };
-    return model;
-  }
-  throw ModelError(fmt::format("unknown model family '{}'", name.family));
+  return family(name.family).build(name.size, class_count, class_hidden);
 }
 
 double model_gflops(const std::function<void()>& run) {

@@ -1,23 +1,29 @@
-// The training loop (LibreYOLO's order): per batch forward + loss under autocast, backward
-// (scaled for float16), optional accumulation to `nbs` and gradient clipping, optimizer step,
-// EMA update, per-iteration LR/momentum; per epoch the no-augmentation switch, validation on
-// the EMA weights, run files and checkpoints (last / best / epoch_N), patience. SIGINT and
-// SIGTERM save last.pt (with the position inside the epoch, so resume continues exactly) and
-// end the run with 130 / 143.
+// The training loop, in LibreYOLO's order. Per epoch: the no-augmentation switch, the batches,
+// then validation (EMA weights), run files, checkpoints (last / best / epoch_N) and patience.
+// Per batch:
+//
+//   fetch ─► to_device ─► step runner (forward + loss, backward) ─► read losses (the one sync)
+//     └─ at the end of an accumulation window (nbs): after_backward ─► unscale/clip ─►
+//        before_optimizer_step ─► scaler step ─► EMA ─► LR/momentum for the next step
+//   ─► progress ─► on_step_end ─► should_stop
+//
+// Hook points (train/hooks.h): on_train_start, before_fetch / after_fetch, on_phase_start/end
+// (to_device, forward, backward, optimizer), after_backward, before_optimizer_step,
+// on_step_end, should_stop, on_epoch_end, on_checkpoint, on_train_end. The profiler
+// (profile/profiler_hook.h) attaches there; SIGINT / SIGTERM are a hook too: last.pt is saved at
+// the end of the accumulation window (with the position inside the epoch, so resume continues
+// exactly) and the run ends with 130 / 143.
 #pragma once
 
 #include "core/config.h"
+#include "train/hooks.h"
+#include "train/setup.h"
 
-#include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 
 namespace libreyolo::train {
-
-// device= as users write it: auto (first GPU, else CPU), cpu, 0, cuda:1. Throws UsageError for
-// a missing GPU or a list (multi-GPU runs are launched differently).
-c10::Device resolve_device(const std::string& text);
 
 struct TrainOutcome {
   nlohmann::ordered_json result;  // the final result object (--json prints it)
@@ -25,7 +31,7 @@ struct TrainOutcome {
 };
 
 // `run_dir` exists and holds train_config.yaml. With resume=true, `model` is the checkpoint
-// to continue from.
-TrainOutcome run_training(const config::Config& config, const std::filesystem::path& run_dir);
+// to continue from. `hooks` are the optional features the caller attaches (the profiler).
+TrainOutcome run_training(const config::Config& config, const std::filesystem::path& run_dir, HookList& hooks);
 
 }  // namespace libreyolo::train

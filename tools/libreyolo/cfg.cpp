@@ -2,6 +2,7 @@
 // where it came from (default, family, cfg file, command line).
 #include "commands.h"
 #include "core/config.h"
+#include "models/checkpoint.h"
 #include "core/option_help.h"
 
 #include <fmt/core.h>
@@ -34,7 +35,7 @@ int run_cfg(const Arguments& arguments) {
       return 0;
     }
   }
-  const auto resolved = config::Config::from_arguments(command, rest);
+  const auto resolved = models::parse_arguments(command, rest);
   if (resolved.get_bool("json")) {
     nlohmann::json out = nlohmann::json::object();
     for (const auto& spec : config::option_table()) {

@@ -1,6 +1,7 @@
 // `libreyolo data check data=...`: scan every split and report what training would see.
 #include "commands.h"
 #include "core/config.h"
+#include "models/checkpoint.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/option_help.h"
@@ -86,7 +87,7 @@ nlohmann::json report_json(const data::DatasetSpec& spec, const SplitReport& rep
 }
 
 int run_data_check(const Arguments& arguments) {
-  const auto config = config::Config::from_arguments(config::command_data, arguments);
+  const auto config = models::parse_arguments(config::command_data, arguments);
   log::set_quiet(config.get_bool("quiet"));
   if (config.get_text("data").empty()) {
     throw UsageError("data= is required: libreyolo data check data=my_data.yaml (or coco8, coco128, coco)");
@@ -111,7 +112,7 @@ int run_data_check(const Arguments& arguments) {
 }
 
 config::Config data_config(const Arguments& arguments) {
-  auto config = config::Config::from_arguments(config::command_data, arguments);
+  auto config = models::parse_arguments(config::command_data, arguments);
   log::set_quiet(config.get_bool("quiet"));
   return config;
 }
@@ -154,7 +155,7 @@ int run_data_preview(const Arguments& arguments) {
   }
   if (!ok) throw UsageError(fmt::format("out={}: cannot write '{}' images; use .jpg or .png", out, extension));
   write_file_atomically(out, std::string_view(reinterpret_cast<const char*>(encoded.data()), encoded.size()));
-  log::info("{} augmented samples ({} pipeline) written to {}", count, training.pipeline->config().family, out);
+  log::info("{} augmented samples ({} pipeline) written to {}", count, data::recipe_name(training.pipeline->config().recipe), out);
   return 0;
 }
 

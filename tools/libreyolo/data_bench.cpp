@@ -4,6 +4,7 @@
 // loader with the sum of its parts.
 #include "commands.h"
 #include "core/config.h"
+#include "models/checkpoint.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "data/loader.h"
@@ -42,7 +43,7 @@ double milliseconds_per_call(std::size_t count, Work&& work) {
 }  // namespace
 
 int run_data_bench(const Arguments& arguments) {
-  const auto config = config::Config::from_arguments(config::command_data, arguments);
+  const auto config = models::parse_arguments(config::command_data, arguments);
   log::set_quiet(config.get_bool("quiet"));
   if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data bench data=coco128");
   const auto training = data::load_training_data(config);
@@ -98,7 +99,7 @@ int run_data_bench(const Arguments& arguments) {
   const nlohmann::json result = {
       {"bench", "data_pipeline"},
       {"data", config.get_text("data")},
-      {"family", augment.family},
+      {"family", data::recipe_name(augment.recipe)},
       {"imgsz", augment.image_size},
       {"batch", batch},
       {"workers", workers},

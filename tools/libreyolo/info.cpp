@@ -11,7 +11,7 @@
 namespace libreyolo::cli {
 
 int run_info(const Arguments& arguments) {
-  const auto config = config::Config::from_arguments(config::command_info, arguments);
+  const auto config = models::parse_arguments(config::command_info, arguments);
   log::set_quiet(config.get_bool("quiet"));
   auto loaded = models::load_model(config.get_text("model"), static_cast<int>(config.get_int("nc")));
   const int classes = loaded.class_count;  // a weights file's own nc wins over nc=

@@ -28,7 +28,7 @@
 namespace libreyolo::cli {
 
 int run_predict(const Arguments& arguments) {
-  const auto config = config::Config::from_arguments(config::command_predict, arguments);
+  const auto config = models::parse_arguments(config::command_predict, arguments);
   log::set_quiet(config.get_bool("quiet"));
   const std::string source = config.get_text("source");
   if (source.empty()) throw UsageError("source= is required: libreyolo predict model=best.pt source=image.jpg|folder");
@@ -37,6 +37,7 @@ int run_predict(const Arguments& arguments) {
   if (images.empty()) throw DataError(fmt::format("source={}: no images found", source));
   auto loaded = models::load_model(config.get_text("model"), static_cast<int>(config.get_int("nc")));
   auto& model = loaded.model;
+  const models::Family& family = models::family(loaded.name.family);
   const c10::Device device = train::resolve_device(config.get_text("device"));
   model.module->to(device);
   model.module->eval();
@@ -67,8 +68,8 @@ int run_predict(const Arguments& arguments) {
     cv::copyMakeBorder(resized, boxed, top, height - resized.rows - top, left, width - resized.cols - left,
                        cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
     at::Tensor input = at::from_blob(boxed.data, {1, height, width, 3}, at::kByte).permute({0, 3, 1, 2}).flip(1).contiguous();
-    const auto maps = model.forward(eval::network_input(input, loaded.name.family, device));
-    const at::Tensor d = eval::detect(maps, loaded.name.family, conf, iou, static_cast<int>(config.get_int("max_det")), false)[0];
+    const auto maps = model.forward(family.network_input(input, device));
+    const at::Tensor d = eval::detect(maps, family, conf, iou, static_cast<int>(config.get_int("max_det")), false)[0];
     const auto a = d.accessor<float, 2>();
     cv::Mat drawn = image.clone();
     std::string txt;

@@ -2,11 +2,13 @@
 
 #include "core/atomic_file.h"
 #include "core/config.h"
+#include "models/checkpoint.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/run_dir.h"
 #include "data/dataset_yaml.h"
 #include "profile/trials.h"
+#include "profile/profiler_hook.h"
 #include "train/trainer.h"
 
 #include <fmt/format.h>
@@ -33,13 +35,15 @@ int run_profile_trials(const ProfileRunOptions& o, bool json) {
         // enough epochs that a tiny dataset still fills the window
         fmt::format("epochs={}", o.warmup + o.steps + 5), "no_aug_epochs=0", "val=false", "profile_open=false",
         "project=" + o.project, "name=" + name, "exist_ok=true", fmt::format("quiet={}", json)};
-    const auto config = config::Config::from_arguments(config::command_train, arguments);
+    const auto config = models::parse_arguments(config::command_train, arguments);
     log::set_quiet(json);
     const fs::path run_dir = create_run_dir(o.project, name, true);
     fs::remove(run_dir / "profile.json");  // never read a previous run's profile
     write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
     if (o.repeat > 1 && !json) log::info("profile run: trial {}/{} in {}", trial, o.repeat, run_dir.string());
-    const auto outcome = train::run_training(config, run_dir);
+    train::HookList hooks;
+    if (auto profiler = profile::make_profiler_hook(config)) hooks.add(std::move(profiler));
+    const auto outcome = train::run_training(config, run_dir, hooks);
     if (outcome.exit_code) return outcome.exit_code;
     const fs::path profile = run_dir / "profile.json";
     if (!fs::exists(profile)) {

@@ -2,12 +2,14 @@
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/config.h"
+#include "models/checkpoint.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/option_help.h"
 #include "core/run_dir.h"
 #include "data/dataset_yaml.h"
 #include "data/training_data.h"
+#include "profile/profiler_hook.h"
 #include "train/trainer.h"
 
 #include <filesystem>
@@ -33,7 +35,7 @@ int run_train(const Arguments& arguments) {
     fmt::print("{}", config::format_command_help(config::command_train));
     return 0;
   }
-  auto config = config::Config::from_arguments(config::command_train, arguments);
+  auto config = models::parse_arguments(config::command_train, arguments);
   log::set_quiet(config.get_bool("quiet"));
   if (config.get_text("resume") == "true") {
     // The run's own train_config.yaml first, then what this command line says.
@@ -44,7 +46,7 @@ int run_train(const Arguments& arguments) {
     }
     Arguments with_run{"cfg=" + run_config.string()};
     with_run.insert(with_run.end(), arguments.begin(), arguments.end());
-    config = config::Config::from_arguments(config::command_train, with_run);
+    config = models::parse_arguments(config::command_train, with_run);
   }
   for (const auto& note : config.notes()) log::info("{}", note);
   require_data_argument(config.get_text("data"));
@@ -64,7 +66,9 @@ int run_train(const Arguments& arguments) {
     write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
   }
   log::info("Logging results to {}", run_dir.string());
-  const auto outcome = train::run_training(config, run_dir);
+  train::HookList hooks;
+  if (auto profiler = profile::make_profiler_hook(config)) hooks.add(std::move(profiler));
+  const auto outcome = train::run_training(config, run_dir, hooks);
   if (config.get_bool("json")) fmt::print("{}\n", outcome.result.dump());
   return outcome.exit_code;
 }

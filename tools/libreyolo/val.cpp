@@ -18,7 +18,7 @@ namespace libreyolo::cli {
 
 
 int run_val(const Arguments& arguments) {
-  const auto config = config::Config::from_arguments(config::command_val, arguments);
+  const auto config = models::parse_arguments(config::command_val, arguments);
   log::set_quiet(config.get_bool("quiet"));
   if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo val model=best.pt data=coco128");
   const auto spec = data::load_dataset_spec(config.get_text("data"));
@@ -36,12 +36,13 @@ int run_val(const Arguments& arguments) {
   const c10::Device device = train::resolve_device(config.get_text("device"));
   loaded.model.module->to(device);
   loaded.model.module->eval();
-  const eval::Validator validator(dataset, {.family = loaded.name.family,
+  const eval::Validator validator(dataset, {.family = &models::family(loaded.name.family),
                                             .batch_size = static_cast<int>(std::max<std::int64_t>(1, config.get_int("batch"))),
                                             .image_size = image_size,
                                             .confidence = config.is_none("conf") ? 0.001 : config.get_real("conf"),
                                             .iou = config.is_none("iou") ? 0.6 : config.get_real("iou"),
                                             .max_detections = static_cast<int>(config.get_int("max_det")),
+                                            .coco_max_detections = config.is_none("eval_max_det") ? 100 : static_cast<int>(config.get_int("eval_max_det")),
                                             .workers = static_cast<int>(std::max<std::int64_t>(1, config.get_int("workers"))),
                                             .device = device});
   const auto result = validator.run([&](const at::Tensor& x) { return loaded.model.forward(x); });

@@ -16,11 +16,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Config train(std::vector<std::string> arguments) { return Config::from_arguments(command_train, arguments); }
+Config train(std::vector<std::string> arguments) { return models::parse_arguments(command_train, arguments); }
 
 std::string usage_error_of(std::vector<std::string> arguments, Command command = command_train) {
   try {
-    Config::from_arguments(command, arguments);
+    models::parse_arguments(command, arguments);
   } catch (const UsageError& error) {
     return error.what();
   }
@@ -82,7 +82,7 @@ TEST_CASE("a key of another command is refused with the commands that take it", 
   const auto message = usage_error_of({"source=img.jpg"});
   CHECK(message.find("not accepted by 'train'") != std::string::npos);
   CHECK(message.find("predict") != std::string::npos);
-  CHECK(Config::from_arguments(command_predict, std::vector<std::string>{"source=img.jpg"}).get_text("source") == "img.jpg");
+  CHECK(models::parse_arguments(command_predict, std::vector<std::string>{"source=img.jpg"}).get_text("source") == "img.jpg");
 }
 
 TEST_CASE("a non-bool key without a value says how to write it", "[config][errors]") {
@@ -216,7 +216,7 @@ TEST_CASE("train_config.yaml holds every key and loads back to the same values",
 }
 
 TEST_CASE("val and predict default their project folders", "[config]") {
-  CHECK(Config::from_arguments(command_val, std::vector<std::string>{}).get_text("project") == "runs/val");
-  CHECK(Config::from_arguments(command_predict, std::vector<std::string>{}).get_text("project") == "runs/predict");
+  CHECK(models::parse_arguments(command_val, std::vector<std::string>{}).get_text("project") == "runs/val");
+  CHECK(models::parse_arguments(command_predict, std::vector<std::string>{}).get_text("project") == "runs/predict");
   CHECK(train({}).get_text("project") == "runs/train");
 }

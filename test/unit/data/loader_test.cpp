@@ -49,7 +49,7 @@ TEST_CASE("batches are identical whatever the number of workers", "[loader]") {
   DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
   for (const std::string family : {"yolo9", "yolox"}) {
     AugmentConfig augment;
-    augment.family = family;
+    augment.recipe = family == "yolox" ? Recipe::yolox : Recipe::yolo9;
     augment.image_size = 128;
     augment.mixup = 0.5;
     augment.degrees = 5;
@@ -147,7 +147,7 @@ TEST_CASE("no_aug switch: with mosaic off and no jitter a sample is the letterbo
   const auto root = fresh_folder("noaug");
   DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
   AugmentConfig augment;
-  augment.family = "yolo9";
+  augment.recipe = Recipe::yolo9;
   augment.image_size = 128;
   augment.mosaic = 1.0;
   augment.mixup = 1.0;

@@ -1,4 +1,5 @@
 #include "eval/nms.h"
+#include "models/decode.h"
 
 #include <ATen/ATen.h>
 
@@ -104,7 +105,7 @@ TEST_CASE("YOLOX decode: (raw + cell) x stride centres, exp(raw) x stride sizes,
   map[0][3][2][1] = std::log(2.0);
   map[0][4][2][1] = 0.5;  // objectness
   map[0][6][2][1] = 0.8;  // class 1
-  const Decoded decoded = decode_yolox({map}, {8});
+  const libreyolo::models::Decoded decoded = libreyolo::models::decode_yolox({map}, {8});
   const std::int64_t anchor = 2 * 4 + 1;
   const auto box = decoded.boxes[0][anchor];
   CHECK(box[0].item<float>() == Approx(0));
@@ -119,7 +120,7 @@ TEST_CASE("YOLOv9 decode: cell centres minus/plus expected bin distances, times 
   at::Tensor map = at::zeros({1, 4 * reg_max + 3, 2, 2});
   for (int side = 0; side < 4; ++side) map[0][side * reg_max + 2].fill_(50.0);  // all mass on bin 2
   map[0][4 * reg_max + 1].fill_(10.0);                                        // class 1 logit
-  const Decoded decoded = decode_yolo9({map}, reg_max, {16});
+  const libreyolo::models::Decoded decoded = libreyolo::models::decode_yolo9({map}, reg_max, {16});
   const auto box = decoded.boxes[0][3];  // cell x=1, y=1: centre (1.5, 1.5)
   CHECK(box[0].item<float>() == Approx((1.5 - 2) * 16).margin(1e-3));
   CHECK(box[3].item<float>() == Approx((1.5 + 2) * 16).margin(1e-3));

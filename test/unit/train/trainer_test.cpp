@@ -43,10 +43,11 @@ TEST_CASE("A NaN loss stops training with a runtime error after saving last.pt",
   models::write_checkpoint(dir.path / "nan.pt", poisoned);
   const std::vector<std::string> arguments{"model=" + (dir.path / "nan.pt").string(), "data=" + synth.yaml.string(),
                                            "epochs=1", "batch=4", "imgsz=64", "workers=0", "quiet=true"};
-  const auto config = config::Config::from_arguments(config::command_train, arguments);
+  const auto config = models::parse_arguments(config::command_train, arguments);
   fs::create_directories(dir.path / "run");
   try {
-    train::run_training(config, dir.path / "run");
+    train::HookList hooks;
+    train::run_training(config, dir.path / "run", hooks);
     FAIL("training on NaN weights did not stop");
   } catch (const RuntimeError& error) {
     CHECK_THAT(error.what(), Catch::Contains("training diverged"));

@@ -1,0 +1,70 @@
+// What differs between model families, behind one interface: building the network, the input it
+// takes, decoding its maps, its training loss and the per-epoch switches, and how its checkpoints
+// are recognised. The trainer, validator, predictor and checkpoint code ask a Family instead of
+// comparing family names.
+#pragma once
+
+#include "models/decode.h"
+#include "models/loss_terms.h"
+#include "models/registry.h"
+#include "models/targets.h"
+
+#include <ATen/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace libreyolo::models {
+
+// The user-set loss gains; a family reads the ones it has.
+struct LossGains {
+  double box = 7.5, cls = 0.5, dfl = 1.5;  // YOLOv9
+};
+
+// A family's training loss with its state (YOLOX turns its L1 term on for the last epochs).
+class TrainingLoss {
+ public:
+  virtual ~TrainingLoss() = default;
+  virtual LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const = 0;
+  // The no-augmentation epochs begin; returns what changed in the loss ("" for nothing), for the log.
+  virtual std::string close_augmentation() { return {}; }
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+  virtual std::string_view name() const = 0;  // "yolo9", "yolox"
+
+  // `class_hidden`: YOLOv9's class-tower width (0 = the head formula's); others ignore it.
+  virtual DetectionModel build(const std::string& size, int class_count, int class_hidden) const = 0;
+  // The class-tower width a named model trains at (LibreYOLO builds it at COCO geometry), and the
+  // width a state dict holds; 0 where the family has no such choice.
+  virtual int named_class_hidden(const std::string& size) const { (void)size; return 0; }
+  virtual int class_hidden_of(const std::map<std::string, at::Tensor>& tensors) const { (void)tensors; return 0; }
+  // A tensor of a training-only branch (YOLOv9's PGI), dropped for inference.
+  virtual bool is_training_only_tensor(std::string_view name) const { (void)name; return false; }
+  // True when a state-dict key is this family's own (to identify a file that does not say).
+  virtual bool recognises_key(std::string_view name) const = 0;
+
+  // The network input from the loader's uint8 RGB [B, 3, H, W], float32 on `device`.
+  virtual at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const = 0;
+  virtual Decoded decode(const std::vector<at::Tensor>& maps) const = 0;
+
+  virtual std::vector<std::string> loss_names() const = 0;
+  virtual std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const = 0;
+  // Measured on the CPU: oneDNN's channels-last convolutions help YOLOv9 and slow YOLOX.
+  virtual bool channels_last_on_cpu() const = 0;
+  // YOLOv9's recipe warms momentum up with the learning rate; YOLOX's does not.
+  virtual bool warms_up_momentum() const = 0;
+};
+
+// Throws ModelError for an unknown name.
+const Family& family(std::string_view name);
+std::span<const Family* const> families();
+
+}  // namespace libreyolo::models

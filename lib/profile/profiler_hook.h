@@ -1,0 +1,15 @@
+// The training profiler as a trainer hook (profile=true): the StepProfiler sees the data wait,
+// the phases and the step ends; with profile_then_stop it ends the run after the window.
+#pragma once
+
+#include "core/config.h"
+#include "train/hooks.h"
+
+#include <memory>
+
+namespace libreyolo::profile {
+
+// Null when profile=false, or under distributed training (with a warning).
+std::unique_ptr<train::TrainHook> make_profiler_hook(const config::Config& config);
+
+}  // namespace libreyolo::profile

@@ -1,0 +1,63 @@
+#include "train/checkpoints.h"
+
+#include "train/optimizer.h"
+
+#include <ATen/ATen.h>
+#include <yaml-cpp/yaml.h>
+
+namespace libreyolo::train {
+
+namespace {
+
+c10::IValue state_dict_value(torch::nn::Module& module) {
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+  for (const auto& [name, tensor] : models::state_dict(module)) dict.insert(name, tensor);
+  return dict;
+}
+
+c10::IValue config_value(const config::Config& config) {
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  const YAML::Node root = YAML::Load(config.to_yaml());
+  for (const auto& item : root) {
+    const std::string key = item.first.as<std::string>();
+    if (item.second.IsScalar()) dict.insert(key, item.second.as<std::string>());
+    else if (item.second.IsNull()) dict.insert(key, c10::IValue());
+    else {
+      YAML::Emitter e;
+      e << YAML::Flow << item.second;
+      dict.insert(key, std::string(e.c_str()));
+    }
+  }
+  return dict;
+}
+
+}  // namespace
+
+models::Checkpoint make_checkpoint(Training& t, const TrainState& state, int epoch_done, std::int64_t batches_done) {
+  models::Checkpoint c;
+  c.family = std::string(t.family->name());
+  c.size = t.loaded.name.size;
+  c.class_count = t.class_count;
+  c.names = t.data.spec.names;
+  c.image_size = t.image_size;
+  c.model = models::state_dict(*t.evaluated_model().module);  // written detached, on the CPU
+  state.write(c, epoch_done, batches_done);
+  c.set_extra("optimizer", optimizer_state(*t.optimizer));
+  c.set_extra("train_model", state_dict_value(*t.model().module));
+  c.set_extra("is_ema_weights", static_cast<bool>(t.ema));
+  if (t.ema) c.set_extra("ema_updates", t.ema->updates());
+  c.set_extra("config", config_value(t.config));
+  if (t.scaler->enabled()) {
+    c10::impl::GenericDict s(c10::StringType::get(), c10::AnyType::get());
+    const auto scaler_state = t.scaler->state();
+    s.insert("scale", scaler_state.scale);
+    s.insert("growth_tracker", scaler_state.growth_tracker);
+    c.set_extra("scaler", s);
+  }
+  c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
+  rng.insert("torch", torch::globalContext().defaultGenerator(c10::kCPU).get_state());
+  c.set_extra("rng_state", rng);
+  return c;
+}
+
+}  // namespace libreyolo::train

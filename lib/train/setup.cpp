@@ -1,0 +1,265 @@
+#include "train/setup.h"
+
+#include "core/error.h"
+#include "core/log.h"
+#include "cuda/cuda_info.h"
+#include "models/yolo9/model.h"
+#include "train/optimizer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/cuda.h>
+#include <torch/utils.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace libreyolo::train {
+
+c10::Device resolve_device(const std::string& text) {
+  std::string d = text;
+  if (d == "auto" || d.empty()) return torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  if (d == "cpu") return c10::kCPU;
+  if (d.find(',') != std::string::npos) {
+    throw UsageError(fmt::format("device={}: multi-GPU training is launched with torchrun (not built yet); use one device", text));
+  }
+  if (d.rfind("cuda:", 0) == 0) d = d.substr(5);
+  if (d == "cuda") d = "0";
+  try {
+    const int index = std::stoi(d);
+    if (!torch::cuda::is_available() || index >= static_cast<int>(torch::cuda::device_count())) {
+      throw UsageError(fmt::format("device={}: no such CUDA device ({} visible); use device=cpu", text,
+                                   torch::cuda::is_available() ? torch::cuda::device_count() : 0));
+    }
+    return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+  } catch (const std::invalid_argument&) {
+    throw UsageError(fmt::format("device={} is not cpu, auto, a GPU index (0) or cuda:N", text));
+  }
+}
+
+void Training::apply_schedule(std::int64_t iteration) {
+  set_learning_rate(*optimizer, schedule->lr(iteration));
+  if (const auto m = schedule->momentum(iteration)) set_momentum(*optimizer, *m);
+}
+
+namespace {
+
+bool cuda_supports_bf16(const c10::Device& device) {
+  // Ampere (compute capability 8) and later run bfloat16 natively.
+  for (const auto& d : cuda::query_cuda_info().devices) {
+    if (d.index == device.index()) return d.compute_major >= 8;
+  }
+  return false;
+}
+
+// Tensors of `tensors` whose name and shape fit `module`; the rest (a head for another class
+// count) keep their fresh values.
+std::size_t load_matching(torch::nn::Module& module, const models::NamedTensors& tensors) {
+  std::map<std::string, at::Tensor> by_name(tensors.begin(), tensors.end());
+  std::size_t loaded = 0;
+  at::NoGradGuard no_grad;
+  for (auto& [name, target] : models::state_dict(module)) {
+    const auto it = by_name.find(name);
+    if (it == by_name.end() || it->second.sizes() != target.sizes()) continue;
+    target.copy_(it->second);
+    ++loaded;
+  }
+  return loaded;
+}
+
+models::NamedTensors named_tensors(const c10::IValue& value) {
+  models::NamedTensors out;
+  for (const auto& entry : value.toGenericDict()) out.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
+  return out;
+}
+
+void set_up_data(Training& t) {
+  const auto& config = t.config;
+  t.data = data::load_training_data(config);
+  t.class_count = t.data.spec.class_count();
+  t.image_size = t.data.dataset->image_size();
+  if (config.get_bool("val") && !t.data.spec.val.empty()) {
+    auto scan = data::scan_split(t.data.spec, "val", t.workers);
+    t.val_dataset = std::make_unique<data::DetectionDataset>(std::move(scan.images), t.class_count, t.image_size,
+                                                             data::parse_cache_mode(config.get_text("cache")));
+  }
+  auto* pipeline = t.data.pipeline.get();
+  t.loader = std::make_unique<data::Loader>(
+      [pipeline](std::size_t index, int epoch, std::span<const std::size_t> batch) { return pipeline->sample(index, epoch, batch); },
+      t.data.dataset->size(),
+      data::LoaderOptions{.batch_size = t.batch_size, .workers = t.workers, .shuffle = true, .seed = t.seed,
+                          .pin_memory = t.device.is_cuda()});
+}
+
+void set_up_model(Training& t) {
+  const auto& config = t.config;
+  models::LoadedModel& loaded = t.loaded;
+  loaded = models::load_model(config.get_text("model"), t.class_count, &t.checkpoint);
+  if (loaded.class_count != t.class_count) {  // pretrained weights for another class count: keep the backbone
+    const auto pretrained = models::state_dict(*loaded.model.module);
+    loaded.model = models::build_model(loaded.name, t.class_count, loaded.class_hidden);
+    const std::size_t kept = load_matching(*loaded.model.module, pretrained);
+    log::info("Transferred {}/{} tensors from {} (nc {} -> {})", kept, models::state_dict(*loaded.model.module).size(),
+              loaded.weights.string(), loaded.class_count, t.class_count);
+  }
+  if (t.resume && !t.checkpoint) throw UsageError("resume=true needs model= pointing at a checkpoint (runs/train/exp/weights/last.pt)");
+  t.family = &models::family(loaded.name.family);
+  models::DetectionModel& model = loaded.model;
+  // PGI (YOLOv9): the auxiliary branch trains beside the main head, its losses added at aux_weight;
+  // validation and inference use the main head only. A resumed run keeps the branch it was saved with.
+  const auto* saved_train_model = t.resume ? t.checkpoint->extra("train_model") : nullptr;
+  const models::NamedTensors train_weights = saved_train_model ? named_tensors(*saved_train_model) : models::NamedTensors{};
+  t.use_aux = model.enable_aux && config.get_real("aux_weight") > 0;
+  if (t.use_aux && t.resume) {
+    const auto& source = saved_train_model ? train_weights : t.checkpoint->model;
+    t.use_aux = std::any_of(source.begin(), source.end(), [&](const auto& item) { return t.family->is_training_only_tensor(item.first); });
+    if (!t.use_aux) log::info("Resuming a run saved without the PGI auxiliary branch: training on without it");
+  }
+  if (t.use_aux) model.enable_aux();
+  t.aux_weight = t.use_aux ? config.get_real("aux_weight") : 0.0;
+  if (saved_train_model) {
+    models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(train_weights.begin(), train_weights.end()), true);
+  }
+  model.module->to(t.device);
+  model.module->train();
+  const std::string layout = config.get_text("channels_last");
+  // auto: measured per family on the CPU (see the option's help); not measured on a GPU yet
+  t.channels_last = layout == "true" || (layout == "auto" && t.device.is_cpu() && t.family->channels_last_on_cpu());
+  if (t.channels_last) models::to_channels_last(*model.module);
+  std::int64_t parameters = 0;
+  for (const auto& p : model.module->parameters()) parameters += p.numel();
+  log::info("{}: {} parameters, device {}{}", model.display_name, parameters, t.device.str(), t.channels_last ? ", channels-last" : "");
+
+  if (config.get_bool("ema")) {
+    t.ema_model = models::build_model(loaded.name, t.class_count, loaded.class_hidden);
+    if (t.use_aux) t.ema_model.enable_aux();
+    t.ema_model.module->to(t.device);
+    if (t.channels_last) models::to_channels_last(*t.ema_model.module);
+    t.ema = std::make_unique<ModelEma>(*model.module, t.ema_model.module, config.get_real("ema_decay"), config.get_real("ema_tau"));
+    if (t.resume) {
+      std::map<std::string, at::Tensor> weights(t.checkpoint->model.begin(), t.checkpoint->model.end());
+      models::load_state_dict(*t.ema_model.module, weights, true);
+      if (const auto* updates = t.checkpoint->extra("ema_updates")) t.ema->set_updates(updates->toInt());
+    }
+  }
+  t.loss = t.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl")});
+}
+
+void set_up_optimizer(Training& t, const TrainState& state) {
+  const auto& config = t.config;
+  const auto groups = parameter_groups(*t.model().module);
+  t.optimizer = make_optimizer(groups, {.name = config.get_text("optimizer"),
+                                        .lr0 = config.get_real("lr0"),
+                                        .momentum = config.get_real("momentum"),
+                                        .nesterov = config.get_bool("nesterov"),
+                                        .weight_decay = config.get_real("weight_decay")});
+  log::info("Optimizer: {}", config.get_text("optimizer"));
+  log::info("  - pg0 (BN): {} params", groups.bn.size());
+  log::info("  - pg1 (Conv, wd={}): {} params", config.get_real("weight_decay"), groups.weights.size());
+  log::info("  - pg2 (Bias): {} params", groups.biases.size());
+
+  ScheduleOptions schedule_options{.kind = config.get_text("scheduler"),
+                                   .lr0 = config.get_real("lr0"),
+                                   .warmup_epochs = config.get_real("warmup_epochs"),
+                                   .warmup_lr_start = config.get_real("warmup_lr_start"),
+                                   .min_lr_ratio = config.get_real("min_lr_ratio"),
+                                   .no_aug_epochs = static_cast<int>(config.get_int("no_aug_epochs")),
+                                   .steps_per_epoch = state.steps_per_epoch(),
+                                   .epochs = state.epochs,
+                                   .warmup_momentum = std::nullopt,
+                                   .momentum = config.get_real("momentum")};
+  if (t.family->warms_up_momentum()) schedule_options.warmup_momentum = config.get_real("warmup_momentum");
+  t.schedule.emplace(schedule_options);
+  t.clip = config.get_real("clip_max_norm");
+}
+
+void set_up_amp(Training& t) {
+  const auto& config = t.config;
+  const bool amp_requested = config.get_bool("amp");
+  const std::string amp_dtype_name = config.get_text("amp_dtype");
+  t.amp_dtype = amp_dtype_name == "bfloat16" ? c10::kBFloat16 : c10::kHalf;
+  if (amp_requested && t.device.is_cuda()) {
+    if (t.amp_dtype == c10::kBFloat16 && !cuda_supports_bf16(t.device)) {
+      throw UsageError(fmt::format("amp_dtype=bfloat16 needs a GPU with bfloat16 support; {} has none: use amp_dtype=float16",
+                                   t.device.str()));
+    }
+    t.autocast = true;
+    log::info("Using mixed precision training (AMP, dtype={})", amp_dtype_name);
+  } else if (amp_requested && !t.device.is_cuda()) {
+    if (t.amp_dtype == c10::kBFloat16 && cpu_has_bf16()) {
+      t.autocast = true;
+      log::info("Using CPU mixed precision (autocast bfloat16)");
+    } else if (t.amp_dtype == c10::kBFloat16) {
+      log::info("amp_dtype=bfloat16: this CPU has no native bfloat16 (avx512_bf16/amx); training in float32");
+    } else if (config.source("amp") == config::Source::command_line) {
+      log::info("amp on the CPU uses amp_dtype=bfloat16 only; training in float32");
+    }
+  }
+  t.scaler = std::make_unique<GradScaler>(t.autocast && t.device.is_cuda() && t.amp_dtype == c10::kHalf);
+}
+
+// Optimizer, scaler and RNG from the checkpoint a resumed run continues.
+void restore_resume_state(Training& t, TrainState& state) {
+  const models::Checkpoint& checkpoint = *t.checkpoint;
+  state.read(checkpoint);
+  if (const auto* saved = checkpoint.extra("optimizer")) load_optimizer_state(*t.optimizer, *saved);
+  if (const auto* s = checkpoint.extra("scaler"); s && s->isGenericDict()) {
+    const auto d = s->toGenericDict();
+    t.scaler->load_state({d.at("scale").toDouble(), d.at("growth_tracker").toInt()});
+  }
+  if (const auto* rng = checkpoint.extra("rng_state"); rng && rng->isGenericDict() && rng->toGenericDict().contains("torch")) {
+    at::Generator generator = at::globalContext().defaultGenerator(c10::kCPU);
+    generator.set_state(rng->toGenericDict().at("torch").toTensor());
+  }
+  if (state.start_epoch >= state.epochs) {
+    throw UsageError(fmt::format("{} already finished all {} epochs; raise epochs= to train longer", t.loaded.weights.string(),
+                                 state.epochs));
+  }
+  log::info("Resuming from {}: epoch {}{}", t.loaded.weights.string(), state.start_epoch + 1,
+            state.start_batch ? fmt::format(", batch {}/{}", state.start_batch, state.batches_per_epoch) : "");
+}
+
+}  // namespace
+
+std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state) {
+  auto t = std::make_unique<Training>(Training{.config = config});
+  t->device = resolve_device(config.get_text("device"));
+  t->seed = static_cast<std::uint64_t>(std::max<std::int64_t>(0, config.get_int("seed")));
+  torch::manual_seed(t->seed);
+  t->batch_size = static_cast<int>(config.get_int("batch"));
+  if (t->batch_size < 1) throw UsageError("batch must be ≥ 1 (batch=-1, AutoBatch, needs a GPU and is not built yet)");
+  t->workers = static_cast<int>(config.get_int("workers"));
+  t->resume = config.get_text("resume") == "true";
+
+  for (const auto* spec : config.logged_keys_set()) {  // accepted, not acted on: one line each says why
+    const bool graph = spec->name == "cuda_graph";
+    log::info("{}={} ignored ({}); training runs {}", spec->name, config::format_value(config.value(spec->name)),
+              graph && !t->device.is_cuda() ? std::string_view("device is not CUDA") : spec->why, graph ? "eager" : "without it");
+  }
+  set_up_data(*t);
+  set_up_model(*t);
+  state.epochs = static_cast<int>(config.get_int("epochs"));
+  state.batches_per_epoch = static_cast<std::int64_t>(t->loader->batches_per_epoch());
+  if (!config.is_none("nbs")) {
+    state.accumulate = std::max<std::int64_t>(1, std::llround(static_cast<double>(config.get_int("nbs")) / t->batch_size));
+  }
+  state.loss_names = t->family->loss_names();
+  state.reset_epoch_sums();
+  set_up_optimizer(*t, state);
+  set_up_amp(*t);
+  if (t->resume) restore_resume_state(*t, state);
+  t->apply_schedule(state.optimizer_steps);
+
+  if (t->val_dataset) {
+    t->validator = std::make_unique<eval::Validator>(
+        *t->val_dataset, eval::ValidatorOptions{.family = t->family, .batch_size = t->batch_size, .image_size = t->image_size,
+                                                .confidence = 0.001, .iou = 0.65,
+                                                .max_detections = static_cast<int>(config.get_int("max_det")),
+                                                .coco_max_detections = config.is_none("eval_max_det") ? 100 : static_cast<int>(config.get_int("eval_max_det")),
+                                                .workers = std::max(1, t->workers), .device = t->device});
+  }
+  return t;
+}
+
+}  // namespace libreyolo::train

@@ -1,0 +1,78 @@
+// Training setup: from a resolved Config to everything the loop works on (device, data and
+// loaders, model and EMA, optimizer groups, schedule, AMP and the loss scaler, validator, the
+// family's loss). On resume it also restores the train state, weights, optimizer, scaler and RNG.
+#pragma once
+
+#include "core/config.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "data/training_data.h"
+#include "eval/validator.h"
+#include "models/checkpoint.h"
+#include "models/family.h"
+#include "train/amp.h"
+#include "train/ema.h"
+#include "train/schedule.h"
+#include "train/train_state.h"
+
+#include <c10/core/Device.h>
+#include <torch/optim/optimizer.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace libreyolo::train {
+
+struct Training {
+  const config::Config& config;
+  c10::Device device = c10::kCPU;
+  std::uint64_t seed = 0;
+  int batch_size = 1;
+  int workers = 0;
+  bool resume = false;
+
+  // data
+  data::TrainingData data;
+  std::unique_ptr<data::DetectionDataset> val_dataset;
+  std::unique_ptr<data::Loader> loader;
+  int class_count = 0;
+  int image_size = 640;
+
+  // model
+  const models::Family* family = nullptr;
+  models::LoadedModel loaded;        // the trained model and its name
+  bool use_aux = false;              // YOLOv9's PGI branch trains beside the main head
+  double aux_weight = 0;
+  bool channels_last = false;
+  std::unique_ptr<ModelEma> ema;     // null with ema=false
+  models::DetectionModel ema_model;
+  std::unique_ptr<models::TrainingLoss> loss;
+
+  // optimisation
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::optional<Schedule> schedule;
+  bool autocast = false;
+  c10::ScalarType amp_dtype = c10::kHalf;
+  std::unique_ptr<GradScaler> scaler;
+  double clip = 0;
+
+  std::unique_ptr<eval::Validator> validator;  // null without validation
+  std::optional<models::Checkpoint> checkpoint;  // the file a resumed run continues from
+
+  models::DetectionModel& model() { return loaded.model; }
+  // The weights that are validated and saved: the EMA's when there is one.
+  models::DetectionModel& evaluated_model() { return ema ? ema_model : loaded.model; }
+  // Sets the learning rate and momentum for optimizer step `iteration`.
+  void apply_schedule(std::int64_t iteration);
+};
+
+// Builds the training and fills `state` (epochs, batches, accumulation; the position and best
+// metric when resuming). Throws the library's errors for bad keys, data or weights.
+std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state);
+
+// device= as users write it: auto (first GPU, else CPU), cpu, 0, cuda:1. Throws UsageError for
+// a missing GPU or a list (multi-GPU runs are launched differently).
+c10::Device resolve_device(const std::string& text);
+
+}  // namespace libreyolo::train
