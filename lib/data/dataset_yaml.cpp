@@ -114,6 +114,11 @@ fs::path datasets_dir() {
   return value != nullptr && *value != '\0' ? fs::path(value) : fs::current_path() / "datasets";
 }
 
+void DatasetSpec::merge_classes() {
+  if (label_classes == 0) label_classes = class_count();
+  names = {"item"};
+}
+
 DatasetSpec load_dataset_spec(const std::string& data) {
   DatasetSpec spec;
   std::string name = data;

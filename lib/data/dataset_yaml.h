@@ -18,8 +18,12 @@ struct DatasetSpec {
   std::vector<std::filesystem::path> test;
   std::vector<std::string> names;   // index = class id
   std::string download;
+  int label_classes = 0;            // class ids the label files may hold when single_cls merged them (0: class_count())
 
   int class_count() const { return static_cast<int>(names.size()); }
+  // single_cls: every class becomes class 0, "item" (as Ultralytics names it); labels are still
+  // checked against the YAML's classes.
+  void merge_classes();
   const std::vector<std::filesystem::path>& split(const std::string& name) const;
 };
 

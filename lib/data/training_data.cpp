@@ -9,7 +9,12 @@ namespace libreyolo::data {
 
 ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int workers) {
   const auto images = list_images(spec.split(split), split);
-  ScanResult scan = scan_images(images, spec.class_count(), {.threads = std::max(1, workers)});
+  ScanResult scan = scan_images(images, spec.label_classes ? spec.label_classes : spec.class_count(), {.threads = std::max(1, workers)});
+  if (spec.label_classes) {  // single_cls
+    for (auto& record : scan.images) {
+      for (auto& box : record.boxes) box.cls = 0;
+    }
+  }
   for (const auto& message : scan.messages) log::warn("{}", message);
   // as Ultralytics: the cache file when it was used, else the labels folder that was scanned
   std::string scanned = scan.cache_file.string();
@@ -25,6 +30,7 @@ ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int wor
 TrainingData load_training_data(const config::Config& config) {
   TrainingData data;
   data.spec = load_dataset_spec(config.get_text("data"));
+  if (config.get_bool("single_cls")) data.spec.merge_classes();
   const int workers = static_cast<int>(config.get_int("workers"));
   ScanResult scan = scan_split(data.spec, "train", workers);
   const AugmentConfig augment = AugmentConfig::from_config(config);

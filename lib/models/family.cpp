@@ -53,6 +53,16 @@ class Yolo9Family final : public Family {
     return tower == tensors.end() ? 0 : static_cast<int>(tower->second.size(0));
   }
   bool is_training_only_tensor(std::string_view name) const override { return yolo9::is_aux_tensor(name); }
+  std::vector<std::string> freeze_groups(bool with_aux) const override {  // LibreYOLO's YOLOv9 trainer's groups
+    std::vector<std::string> groups;
+    for (const char* m : {"conv0", "conv1", "elan1", "down2", "elan2", "down3", "elan3", "down4", "elan4", "spp"}) {
+      groups.push_back(fmt::format("backbone.{}.", m));
+    }
+    for (const char* m : {"elan_up1", "elan_up2", "down1", "elan_down1", "down2", "elan_down2"}) groups.push_back(fmt::format("neck.{}.", m));
+    groups.emplace_back("head.");
+    if (with_aux) groups.insert(groups.end(), {"aux.", "aux_head."});
+    return groups;
+  }
   bool recognises_key(std::string_view name) const override {
     return starts_with(name, "backbone.elan") || starts_with(name, "head.cv2");
   }
@@ -95,6 +105,8 @@ class YoloxFamily final : public Family {
     model.fuse = [net]() mutable { nn::fuse_for_inference(*net); };
     return model;
   }
+  // LibreYOLO's default groups: the model's direct children that hold parameters.
+  std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "head."}; }
   bool recognises_key(std::string_view name) const override {
     return starts_with(name, "backbone.backbone.dark") || starts_with(name, "head.obj_preds");
   }

@@ -48,6 +48,8 @@ class Family {
   virtual int class_hidden_of(const std::map<std::string, at::Tensor>& tensors) const { (void)tensors; return 0; }
   // A tensor of a training-only branch (YOLOv9's PGI), dropped for inference.
   virtual bool is_training_only_tensor(std::string_view name) const { (void)name; return false; }
+  // The layer groups freeze=N counts, in order, as state-dict prefixes ("backbone.conv0.").
+  virtual std::vector<std::string> freeze_groups(bool with_aux) const = 0;
   // True when a state-dict key is this family's own (to identify a file that does not say).
   virtual bool recognises_key(std::string_view name) const = 0;
 

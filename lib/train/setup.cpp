@@ -38,6 +38,15 @@ c10::Device resolve_device(const std::string& text) {
   }
 }
 
+void log_ignored_keys(const config::Config& config, const c10::Device& device) {
+  for (const auto* spec : config.logged_keys_set()) {
+    const bool graph = spec->name == "cuda_graph";
+    log::info("{}={} ignored ({}); {} runs {}", spec->name, config::format_value(config.value(spec->name)),
+              graph && !device.is_cuda() ? std::string_view("device is not CUDA") : spec->why,
+              config.command() == config::command_val ? "validation" : "training", graph ? "eager" : "without it");
+  }
+}
+
 void Training::apply_schedule(std::int64_t iteration) {
   set_learning_rate(*optimizer, schedule->lr(iteration));
   if (const auto m = schedule->momentum(iteration)) set_momentum(*optimizer, *m);
@@ -104,6 +113,18 @@ void set_up_model(Training& t) {
               loaded.weights.string(), loaded.class_count, t.class_count);
   }
   if (t.resume && !t.checkpoint) throw UsageError("resume=true needs model= pointing at a checkpoint (runs/train/exp/weights/last.pt)");
+  const std::string pretrained = config.get_text("pretrained");
+  if (pretrained != "true" && pretrained != "false") {  // weights by name and shape from another file
+    if (t.resume) throw UsageError(fmt::format("pretrained={} cannot be combined with resume=true: a resumed run continues its own weights", pretrained));
+    const models::Checkpoint source = models::read_checkpoint(pretrained);
+    const std::size_t kept = load_matching(*loaded.model.module, source.model);
+    log::info("pretrained={}: transferred {}/{} tensors (matched by name and shape)", pretrained, kept,
+              models::state_dict(*loaded.model.module).size());
+  } else if (pretrained == "false" && !t.resume && !loaded.weights.empty()) {
+    loaded.model = models::build_model(loaded.name, t.class_count, loaded.class_hidden);
+    log::info("pretrained=false: training {} from scratch; the weights in {} are not loaded", loaded.model.display_name,
+              loaded.weights.string());
+  }
   t.family = &models::family(loaded.name.family);
   models::DetectionModel& model = loaded.model;
   // PGI (YOLOv9): the auxiliary branch trains beside the main head, its losses added at aux_weight;
@@ -121,8 +142,9 @@ void set_up_model(Training& t) {
   if (saved_train_model) {
     models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(train_weights.begin(), train_weights.end()), true);
   }
+  t.frozen = freeze_layers(*model.module, config.get_text("freeze"), t.family->freeze_groups(t.use_aux));
   model.module->to(t.device);
-  model.module->train();
+  t.set_train_mode();
   const std::string layout = config.get_text("channels_last");
   // auto: measured per family on the CPU (see the option's help); not measured on a GPU yet
   t.channels_last = layout == "true" || (layout == "auto" && t.device.is_cpu() && t.family->channels_last_on_cpu());
@@ -231,12 +253,9 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   if (t->batch_size < 1) throw UsageError("batch must be ≥ 1 (batch=-1, AutoBatch, needs a GPU and is not built yet)");
   t->workers = static_cast<int>(config.get_int("workers"));
   t->resume = config.get_text("resume") == "true";
+  t->multi_scale = config.get_bool("multi_scale");
 
-  for (const auto* spec : config.logged_keys_set()) {  // accepted, not acted on: one line each says why
-    const bool graph = spec->name == "cuda_graph";
-    log::info("{}={} ignored ({}); training runs {}", spec->name, config::format_value(config.value(spec->name)),
-              graph && !t->device.is_cuda() ? std::string_view("device is not CUDA") : spec->why, graph ? "eager" : "without it");
-  }
+  log_ignored_keys(config, t->device);
   set_up_data(*t);
   set_up_model(*t);
   state.epochs = static_cast<int>(config.get_int("epochs"));

@@ -12,6 +12,7 @@
 #include "models/family.h"
 #include "train/amp.h"
 #include "train/ema.h"
+#include "train/freeze.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 
@@ -45,6 +46,8 @@ struct Training {
   bool use_aux = false;              // YOLOv9's PGI branch trains beside the main head
   double aux_weight = 0;
   bool channels_last = false;
+  bool multi_scale = false;
+  FrozenLayers frozen;               // freeze=
   std::unique_ptr<ModelEma> ema;     // null with ema=false
   models::DetectionModel ema_model;
   std::unique_ptr<models::TrainingLoss> loss;
@@ -61,6 +64,8 @@ struct Training {
   std::optional<models::Checkpoint> checkpoint;  // the file a resumed run continues from
 
   models::DetectionModel& model() { return loaded.model; }
+  // The trained model in train mode (frozen BatchNorm layers stay in eval mode).
+  void set_train_mode() { frozen.set_train_mode(*loaded.model.module); }
   // The weights that are validated and saved: the EMA's when there is one.
   models::DetectionModel& evaluated_model() { return ema ? ema_model : loaded.model; }
   // Sets the learning rate and momentum for optimizer step `iteration`.
@@ -70,6 +75,10 @@ struct Training {
 // Builds the training and fills `state` (epochs, batches, accumulation; the position and best
 // metric when resuming). Throws the library's errors for bad keys, data or weights.
 std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state);
+
+// One log line for each key the user set that is accepted but not acted on (Support::logged),
+// saying why: "cuda_graph=true ignored (device is not CUDA); training runs eager".
+void log_ignored_keys(const config::Config& config, const c10::Device& device);
 
 // device= as users write it: auto (first GPU, else CPU), cpu, 0, cuda:1. Throws UsageError for
 // a missing GPU or a list (multi-GPU runs are launched differently).

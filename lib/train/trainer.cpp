@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <random>
 #include <cmath>
 
 namespace libreyolo::train {
@@ -93,6 +94,30 @@ std::optional<data::Batch> fetch(Training& t, HookList& hooks, EpochClock& clock
   return batch;
 }
 
+// Ultralytics' multi_scale: each batch resized to a random multiple of the stride in
+// [0.5, 1.5] x imgsz (bilinear); drawn from (seed, epoch, batch), so a resumed run draws the same.
+at::Tensor rescale(const at::Tensor& x, int image_size, std::uint64_t seed, const TrainState& state) {
+  constexpr int stride = 32;
+  std::mt19937_64 random(seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(state.epoch) * 1000003ULL +
+                         static_cast<std::uint64_t>(state.batch));
+  const int low = image_size / 2, high = static_cast<int>(image_size * 1.5) + stride;
+  const int size = std::uniform_int_distribution<int>(low, high - 1)(random) / stride * stride;
+  const double factor = static_cast<double>(size) / static_cast<double>(std::max(x.size(2), x.size(3)));
+  if (factor == 1.0) return x;
+  std::vector<std::int64_t> shape;
+  for (const std::int64_t side : {x.size(2), x.size(3)}) {
+    shape.push_back(std::max<std::int64_t>(stride, static_cast<std::int64_t>(std::ceil(side * factor / stride)) * stride));
+  }
+  return at::upsample_bilinear2d(x, shape, /*align_corners=*/false);
+}
+
+at::Tensor network_input(const Training& t, const at::Tensor& images, const TrainState& state) {
+  at::Tensor x = t.family->network_input(images, t.device);
+  if (t.multi_scale) x = rescale(x, t.image_size, t.seed, state);
+  if (t.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  return x;
+}
+
 // The logged values of a step in one device-to-host transfer (the step's only sync): total first.
 std::vector<double> read_losses(const models::LossTerms& terms, const std::vector<std::string>& names) {
   std::vector<at::Tensor> logged{terms.total.detach().reshape({}).to(at::kFloat)};
@@ -129,7 +154,7 @@ std::optional<eval::Validation> validate(Training& t) {
     AutocastGuard guard(t.device.type(), t.amp_dtype, t.autocast && t.device.is_cuda());
     return evaluated.forward(x);
   });
-  t.model().module->train();
+  t.set_train_mode();
   return validation;
 }
 
@@ -199,7 +224,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir,
                   loss_change.empty() ? "" : fmt::format(" ({})", loss_change));
       }
     }
-    t.model().module->train();
+    t.set_train_mode();
     state.batch = epoch == state.start_epoch ? state.start_batch : 0;
     t.loader->start_epoch(epoch, static_cast<std::size_t>(state.batch));
     if (state.batch == 0) state.reset_epoch_sums();
@@ -215,8 +240,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir,
       models::TargetBatch targets;
       {
         const auto phase = hooks.phase(Phase::to_device);
-        x = t.family->network_input(batch->images, t.device);
-        if (t.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+        x = network_input(t, batch->images, state);
         targets = models::pad_targets(batch->targets, x.size(0), x.size(3), x.size(2)).to(t.device);
       }
       const models::LossTerms terms = runner.run(x, targets, static_cast<double>(window));

@@ -21,7 +21,8 @@ int run_val(const Arguments& arguments) {
   const auto config = models::parse_arguments(config::command_val, arguments);
   log::set_quiet(config.get_bool("quiet"));
   if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo val model=best.pt data=coco128");
-  const auto spec = data::load_dataset_spec(config.get_text("data"));
+  auto spec = data::load_dataset_spec(config.get_text("data"));
+  if (config.get_bool("single_cls")) spec.merge_classes();
   const std::string split = config.get_text("split");
   if (spec.split(split).empty()) throw DataError(fmt::format("{}: no '{}' split", spec.yaml_file.string(), split));
   auto loaded = models::load_model(config.get_text("model"), spec.class_count());
@@ -34,6 +35,7 @@ int run_val(const Arguments& arguments) {
                              ? loaded.image_size : config.get_image_size("imgsz").height;
   const data::DetectionDataset dataset(std::move(scan.images), spec.class_count(), image_size, data::CacheMode::none);
   const c10::Device device = train::resolve_device(config.get_text("device"));
+  train::log_ignored_keys(config, device);
   loaded.model.module->to(device);
   loaded.model.module->eval();
   const eval::Validator validator(dataset, {.family = &models::family(loaded.name.family),

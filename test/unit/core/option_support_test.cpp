@@ -1,0 +1,119 @@
+// Every option key is honoured, logged or refused, and the table says which; a key the program
+// claims to honour is read by some code, and the module layering holds.
+#include "core/config.h"
+#include "core/error.h"
+#include "core/option_table.h"
+#include "core/option_value.h"
+#include "models/checkpoint.h"
+#include "test_util.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "catch.h"  // last: see catch.h
+
+using namespace libreyolo;
+using namespace libreyolo::config;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path source_root() {
+  const char* root = std::getenv("LIBREYOLO_SOURCE_ROOT");
+  REQUIRE(root != nullptr);
+  return root;
+}
+
+// Every C++ source under lib/ and tools/ but the option table itself, concatenated.
+std::string program_sources() {
+  std::string all;
+  for (const char* dir : {"lib", "tools"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(source_root() / dir)) {
+      const auto ext = entry.path().extension();
+      if ((ext != ".cpp" && ext != ".h") || entry.path().filename() == "option_table.cpp") continue;
+      all += test_util::read_all(entry.path());
+    }
+  }
+  return all;
+}
+
+Command first_command(unsigned commands) {
+  for (const Command c : {command_train, command_val, command_predict, command_profile, command_data, command_info}) {
+    if (commands & c) return c;
+  }
+  return command_train;
+}
+
+// A valid value other than the key's default, as a user would type it.
+std::string other_value(const OptionSpec& spec) {
+  switch (spec.type) {
+    case ValueType::boolean: return spec.default_value == "true" ? "false" : "true";
+    case ValueType::text: return "x.pt";
+    case ValueType::choice: return std::string(spec.choices.substr(spec.choices.rfind(' ') + 1));
+    default: return spec.maximum ? fmt::format("{}", *spec.maximum) : "1";
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Every key of the table is honoured, logged or refused", "[support]") {
+  const std::string sources = program_sources();
+  for (const auto& spec : option_table()) {
+    INFO(spec.name);
+    CHECK(spec.support != Support::unclassified);
+    if (spec.support == Support::honoured) {
+      // read somewhere by name (config.get_*("key") or a spec name comparison)
+      CHECK(sources.find(fmt::format("\"{}\"", spec.name)) != std::string::npos);
+    } else {
+      CHECK(!spec.why.empty());
+    }
+  }
+}
+
+TEST_CASE("A refused key takes only its default; anything else exits 2 and says why", "[support]") {
+  int refused = 0;
+  for (const auto& spec : option_table()) {
+    if (spec.support != Support::refused) continue;
+    ++refused;
+    INFO(spec.name);
+    const Command command = first_command(spec.commands);
+    const std::vector<std::string> with_default{fmt::format("{}={}", spec.name, spec.default_value.empty() ? "" : spec.default_value)};
+    CHECK_NOTHROW(models::parse_arguments(command, with_default));
+    const std::vector<std::string> with_other{fmt::format("{}={}", spec.name, other_value(spec))};
+    try {
+      models::parse_arguments(command, with_other);
+      FAIL("accepted " << with_other[0]);
+    } catch (const UsageError& error) {
+      CHECK_THAT(error.what(), Catch::Contains("is not supported") && Catch::Contains(std::string(spec.why)));
+      CHECK(static_cast<int>(error.exit_code()) == 2);
+    }
+  }
+  CHECK(refused >= 8);
+}
+
+TEST_CASE("A logged key set by the user is listed once for its log line; defaults and family values are not", "[support]") {
+  const auto listed = [](std::vector<std::string> arguments) {
+    std::vector<std::string> names;
+    for (const auto* spec : models::parse_arguments(command_train, arguments).logged_keys_set()) names.emplace_back(spec->name);
+    return names;
+  };
+  CHECK(listed({"model=yolo9-t"}).empty());  // YOLOv9's family default sync_bn=true is no request
+  CHECK(listed({"model=yolo9-t", "cuda_graph=false"}).empty());
+  CHECK(listed({"model=yolo9-t", "cuda_graph=true", "sync_bn=true"}) == std::vector<std::string>{"cuda_graph", "sync_bn"});
+}
+
+TEST_CASE("Module layering: core does not reach into models, train does not know the profiler", "[support]") {
+  const std::regex models_include(R"(#include\s+"models/)"), profile_include(R"(#include\s+"profile/)");
+  for (const auto& [dir, forbidden, what] : {std::tuple{"lib/core", &models_include, "models/"},
+                                             std::tuple{"lib/train", &profile_include, "profile/"}}) {
+    for (const auto& entry : fs::directory_iterator(source_root() / dir)) {
+      INFO(entry.path().string() << " includes " << what);
+      CHECK_FALSE(std::regex_search(test_util::read_all(entry.path()), *forbidden));
+    }
+  }
+}
