@@ -39,14 +39,15 @@ if ((${#missing[@]})); then
 fi
 
 # The venv holds the LibTorch we link (pip torch, CUDA 13.0 build) and the test-time oracles:
-# the reference package libreyolo==1.6.0 and pycocotools. Installed in one resolve with torch
+# the reference package libreyolo==1.6.0, ultralytics (P/R) and pycocotools. Installed in one resolve with torch
 # and torchvision pinned, or pip would upgrade torch under our build to satisfy torchvision.
-python_packages=("torch==$torch_version" "torchvision==$torchvision_version" "libreyolo==1.6.0" pycocotools numpy)
+ultralytics_version=8.4.190  # test-time oracle for precision/recall (ap_per_class)
+python_packages=("torch==$torch_version" "torchvision==$torchvision_version" "libreyolo==1.6.0" "ultralytics==$ultralytics_version" pycocotools numpy)
 # (Also with -Dlibtorch=...: the parity tests need the oracles either way.)
 if true; then
-  if ! "$venv/bin/python3" - "$torch_version" <<'PY' 2>/dev/null; then
+  if ! "$venv/bin/python3" - "$torch_version" "$ultralytics_version" <<'PY' 2>/dev/null; then
 import sys, importlib.metadata as m
-want = {"torch": sys.argv[1], "libreyolo": "1.6.0"}
+want = {"torch": sys.argv[1], "libreyolo": "1.6.0", "ultralytics": sys.argv[2]}
 sys.exit(any(m.version(k).split("+")[0] != v for k, v in want.items()) or not m.version("pycocotools"))
 PY
     log "installing into $venv: ${python_packages[*]} (torch is the CUDA 13.0 build, ~3 GB)"

@@ -81,17 +81,28 @@ Loader::~Loader() {
 }
 
 std::vector<std::size_t> Loader::epoch_order(int epoch) const {
-  std::vector<std::size_t> order(dataset_size_);
-  std::iota(order.begin(), order.end(), 0);
-  if (options_.shuffle) {
-    std::mt19937_64 engine(mix64(mix64(options_.seed) ^ static_cast<std::uint64_t>(epoch)));
-    std::shuffle(order.begin(), order.end(), engine);
+  std::vector<std::size_t> order;
+  std::mt19937_64 engine(mix64(mix64(options_.seed) ^ static_cast<std::uint64_t>(epoch)));
+  const bool with_replacement = !options_.weights.empty() || options_.samples_per_epoch > dataset_size_;
+  if (with_replacement && dataset_size_ > 0) {
+    const std::size_t draws = std::max(options_.samples_per_epoch, dataset_size_);
+    if (options_.weights.empty()) {
+      std::uniform_int_distribution<std::size_t> pick(0, dataset_size_ - 1);
+      for (std::size_t i = 0; i < draws; ++i) order.push_back(pick(engine));
+    } else {
+      std::discrete_distribution<std::size_t> pick(options_.weights.begin(), options_.weights.end());
+      for (std::size_t i = 0; i < draws; ++i) order.push_back(pick(engine));
+    }
+  } else {
+    order.resize(dataset_size_);
+    std::iota(order.begin(), order.end(), 0);
+    if (options_.shuffle) std::shuffle(order.begin(), order.end(), engine);
   }
   if (options_.world_size == 1 || order.empty()) return order;
   // pad by wrapping so every rank gets the same count, then take rank, rank+world, ...
   const std::size_t world = static_cast<std::size_t>(options_.world_size);
-  const std::size_t per_rank = (order.size() + world - 1) / world;
-  for (std::size_t i = order.size(), j = 0; i < per_rank * world; ++i, ++j) order.push_back(order[j % dataset_size_]);
+  const std::size_t drawn = order.size(), per_rank = (drawn + world - 1) / world;
+  for (std::size_t i = drawn, j = 0; i < per_rank * world; ++i, ++j) order.push_back(order[j % drawn]);
   std::vector<std::size_t> mine;
   for (std::size_t i = static_cast<std::size_t>(options_.rank); i < order.size(); i += world) mine.push_back(order[i]);
   return mine;

@@ -50,6 +50,11 @@ struct LoaderOptions {
   int prefetch_batches = 4;   // batches built ahead of the consumer
   bool pin_memory = false;
   bool drop_last = false;
+  // Draws with replacement instead of one pass: `samples_per_epoch` of them (LibreYOLO's
+  // min_samples floor when it exceeds the dataset), weighted by `weights` when given
+  // (class_balanced). 0 and empty: a plain shuffled pass.
+  std::size_t samples_per_epoch = 0;
+  std::vector<double> weights;
 };
 
 class Loader {

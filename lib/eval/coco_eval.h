@@ -25,8 +25,8 @@ struct CocoResult {
   double map50_95() const { return stats[0]; }
   double map50() const { return stats[1]; }
   double map75() const { return stats[2]; }
-  // LibreYOLO's metrics/precision and metrics/recall: mean of the valid precision (recall) at
-  // area "all", maxDets 100.
+  // LibreYOLO 1.6's deprecated metrics/precision and metrics/recall aliases, kept for the parity
+  // test only: mAP50-95 and AR@100 ("not real P" in its own code). The real P and R: pr_metrics.h.
   double precision = -1, recall = -1;
   struct PerClass {
     int category = 0;

@@ -86,6 +86,7 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
   std::vector<int> categories(static_cast<std::size_t>(dataset_.class_count()));
   std::iota(categories.begin(), categories.end(), 0);
   out.coco = coco_evaluate(image_ids_, categories, ground_truth_, out.detections, options_.coco_max_detections);
+  out.pr = detection_pr_metrics(ground_truth_, out.detections);
   out.images = static_cast<std::int64_t>(dataset_.size());
   out.instances = static_cast<std::int64_t>(ground_truth_.size());
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -97,12 +98,16 @@ std::string format_table(const Validation& v, const std::vector<std::string>& na
                                  "mAP50", "mAP50-95");
   const auto value = [](double x) { return x < 0 ? 0.0 : x; };
   text += fmt::format("{:>22}{:>11}{:>11}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}\n", "all", v.images, v.instances,
-                      value(v.coco.precision), value(v.coco.recall), value(v.coco.map50()), value(v.coco.map50_95()));
+                      v.pr.mean_precision, v.pr.mean_recall, value(v.coco.map50()), value(v.coco.map50_95()));
   for (const auto& row : v.coco.per_class) {
+    const auto it = std::find(v.pr.classes.begin(), v.pr.classes.end(), row.category);
+    const std::size_t k = static_cast<std::size_t>(it - v.pr.classes.begin());
+    const double precision = it == v.pr.classes.end() ? 0.0 : v.pr.precision[k];
+    const double recall = it == v.pr.classes.end() ? 0.0 : v.pr.recall[k];
     const std::string name = row.category < static_cast<int>(names.size()) ? names[static_cast<std::size_t>(row.category)]
                                                                              : std::to_string(row.category);
     text += fmt::format("{:>22}{:>11}{:>11}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}\n", name, row.images, row.instances,
-                        value(row.precision), value(row.recall), value(row.map50), value(row.map50_95));
+                        precision, recall, value(row.map50), value(row.map50_95));
   }
   return text;
 }

@@ -6,6 +6,7 @@
 #include "data/dataset.h"
 #include "data/val_batches.h"
 #include "eval/coco_eval.h"
+#include "eval/pr_metrics.h"
 #include "models/family.h"
 
 #include <ATen/Tensor.h>
@@ -34,7 +35,8 @@ struct ValidatorOptions {
 };
 
 struct Validation {
-  CocoResult coco;
+  CocoResult coco;  // pycocotools' mAP
+  PrMetrics pr;     // Ultralytics' P and R (at the confidence of the best mean F1) and curves
   std::vector<CocoBox> detections;  // original pixels; image = dataset index
   std::int64_t images = 0, instances = 0;
   double seconds = 0;
@@ -55,7 +57,8 @@ class Validator {
   data::RectBatchPlan plan_;  // the batches depend only on the image sizes: planned once
 };
 
-// Ultralytics' table: a header, "all" and one row per class with ground truth.
+// Ultralytics' table: a header, "all" and one row per class with ground truth; P and R are
+// Ultralytics' (pr_metrics.h), the mAPs COCO's.
 std::string format_table(const Validation& validation, const std::vector<std::string>& names);
 
 }  // namespace libreyolo::eval

@@ -4,6 +4,7 @@
 #include "core/log.h"
 #include "cuda/cuda_info.h"
 #include "models/yolo9/model.h"
+#include "data/sampling.h"
 #include "train/optimizer.h"
 
 #include <ATen/ATen.h>
@@ -83,6 +84,23 @@ models::NamedTensors named_tensors(const c10::IValue& value) {
   return out;
 }
 
+// min_samples (an epoch floor for tiny datasets) and class_balanced (repeat-factor weights): both
+// draw with replacement, as LibreYOLO's samplers do.
+void set_up_sampling(const config::Config& config, const data::DetectionDataset& dataset, int class_count,
+                     data::LoaderOptions& options) {
+  const auto size = dataset.size();
+  const auto min_samples = static_cast<std::size_t>(config.get_int("min_samples"));
+  if (min_samples > size) options.samples_per_epoch = min_samples;
+  if (config.get_bool("class_balanced")) {
+    if (config.get_bool("single_cls")) log::warn("class_balanced=true has no effect with single_cls=true: every label is one class");
+    options.weights = data::repeat_factors(dataset, class_count);
+    log::info("class_balanced sampling active: {} images, drawing {} samples per epoch", size, std::max(size, options.samples_per_epoch));
+  } else if (options.samples_per_epoch) {
+    log::info("min_samples={} epoch floor active: dataset has {} images; drawing {} samples per epoch", min_samples, size,
+              options.samples_per_epoch);
+  }
+}
+
 void set_up_data(Training& t) {
   const auto& config = t.config;
   t.data = data::load_training_data(config);
@@ -93,12 +111,13 @@ void set_up_data(Training& t) {
     t.val_dataset = std::make_unique<data::DetectionDataset>(std::move(scan.images), t.class_count, t.image_size,
                                                              data::parse_cache_mode(config.get_text("cache")));
   }
+  data::LoaderOptions options{.batch_size = t.batch_size, .workers = t.workers, .shuffle = true, .seed = t.seed,
+                              .pin_memory = t.device.is_cuda()};
+  set_up_sampling(config, *t.data.dataset, t.class_count, options);
   auto* pipeline = t.data.pipeline.get();
   t.loader = std::make_unique<data::Loader>(
       [pipeline](std::size_t index, int epoch, std::span<const std::size_t> batch) { return pipeline->sample(index, epoch, batch); },
-      t.data.dataset->size(),
-      data::LoaderOptions{.batch_size = t.batch_size, .workers = t.workers, .shuffle = true, .seed = t.seed,
-                          .pin_memory = t.device.is_cuda()});
+      t.data.dataset->size(), std::move(options));
 }
 
 void set_up_model(Training& t) {

@@ -178,7 +178,7 @@ nlohmann::ordered_json epoch_row(const Training& t, const TrainState& state, dou
   if (validation) {
     const auto& c = validation->coco;
     last_metrics = {{"metrics/mAP50-95", c.map50_95()}, {"metrics/mAP50", c.map50()}, {"metrics/mAP75", c.map75()},
-                    {"metrics/precision", c.precision}, {"metrics/recall", c.recall}};
+                    {"metrics/precision", validation->pr.mean_precision}, {"metrics/recall", validation->pr.mean_recall}};
     for (const auto& item : last_metrics.items()) row[item.key()] = item.value();
   }
   for (std::size_t g = 0; g < t.optimizer->param_groups().size(); ++g) row[fmt::format("lr/group{}", g)] = learning_rate(*t.optimizer, g);

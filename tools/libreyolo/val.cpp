@@ -60,8 +60,8 @@ int run_val(const Arguments& arguments) {
                                 {"metrics/mAP50-95", c.map50_95()},
                                 {"metrics/mAP50", c.map50()},
                                 {"metrics/mAP75", c.map75()},
-                                {"metrics/precision", c.precision},
-                                {"metrics/recall", c.recall},
+                                {"metrics/precision", result.pr.mean_precision},
+                                {"metrics/recall", result.pr.mean_recall},
                                 {"stats", c.stats}};
   if (config.get_bool("save_json")) {
     const std::string project = config.source("project") == config::Source::table_default ? "runs/val" : config.get_text("project");
