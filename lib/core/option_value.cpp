@@ -91,8 +91,8 @@ Value parse_choice(const OptionSpec& spec, std::string_view text) {
       break;
     }
   }
-  for (const auto choice : split(spec.choices, ' ')) {
-    if (choice == value) return value;
+  for (const auto choice : split(spec.choices, ' ')) {  // case-insensitive; the value takes the choice's spelling
+    if (lower(choice) == lower(value)) return std::string(choice);
   }
   std::string allowed;
   for (const auto choice : split(spec.choices, ' ')) allowed += fmt::format("{}{}", allowed.empty() ? "" : ", ", choice);

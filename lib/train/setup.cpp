@@ -12,8 +12,10 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 namespace libreyolo::train {
@@ -283,6 +285,7 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
     state.accumulate = std::max<std::int64_t>(1, std::llround(static_cast<double>(config.get_int("nbs")) / t->batch_size));
   }
   state.loss_names = t->family->loss_names();
+  state.metric_name = config.get_text("best_metric");
   state.reset_epoch_sums();
   set_up_optimizer(*t, state);
   set_up_amp(*t);

@@ -1,5 +1,6 @@
 #include "train/train_state.h"
 
+#include "core/log.h"
 #include "models/checkpoint.h"
 
 #include <algorithm>
@@ -36,10 +37,10 @@ void TrainState::write(models::Checkpoint& c, int epoch_done, std::int64_t batch
     partial.insert("parts", parts);
     c.set_extra("epoch_partial", partial);
   }
-  c.set_extra("best_mAP50_95", best_metric);
+  c.set_extra("best_mAP50_95", best_map50_95);
   c.set_extra("best_mAP50", best_map50);
   c.set_extra("best_epoch", static_cast<std::int64_t>(best_epoch));
-  c.set_extra("best_metric_key", std::string("metrics/mAP50-95"));
+  c.set_extra("best_metric_key", metric_name);
   c.set_extra("best_metric_value", best_metric);
   if (std::isfinite(last_epoch_loss)) c.set_extra("loss", last_epoch_loss);
 }
@@ -55,9 +56,18 @@ void TrainState::read(const models::Checkpoint& c) {
   };
   start_epoch = static_cast<int>(int_of("epoch", -1)) + 1;
   start_batch = int_of("epoch_batches_done", 0);
-  best_metric = real_of("best_mAP50_95", -1);
+  best_map50_95 = real_of("best_mAP50_95", -1);
   best_map50 = real_of("best_mAP50", -1);
   best_epoch = static_cast<int>(int_of("best_epoch", 0));
+  const auto* key = c.extra("best_metric_key");
+  const std::string saved_key = key && key->isString() ? key->toStringRef() : "metrics/mAP50-95";
+  if (saved_key == metric_name) {
+    best_metric = real_of("best_metric_value", best_map50_95);
+  } else {  // as LibreYOLO: another metric starts its tracking afresh
+    log::warn("best_metric={} differs from the checkpoint's {}: best-model tracking starts afresh", metric_name, saved_key);
+    best_metric = -1;
+    best_epoch = 0;
+  }
   reset_epoch_sums();
   if (start_batch > 0) {
     if (const auto* partial = c.extra("epoch_partial"); partial && partial->isGenericDict()) {

@@ -29,8 +29,10 @@ struct TrainState {
   std::int64_t batch = 0;         // batches done in the current epoch
   std::int64_t optimizer_steps = 0;
 
-  // best so far (mAP50-95 selects best.pt)
-  double best_metric = -1, best_map50 = -1;
+  // best so far: `metric_name` (best_metric=, metrics/mAP50-95 by default) selects best.pt
+  std::string metric_name = "metrics/mAP50-95";
+  double best_metric = -1;                     // its value at the best epoch
+  double best_map50 = -1, best_map50_95 = -1;  // the best epoch's mAPs
   int best_epoch = 0;             // 1-based; 0 = none yet
 
   // running sums of the epoch's logged losses

@@ -8,6 +8,7 @@
 #include "train/amp.h"
 #include "train/checkpoints.h"
 #include "train/optimizer.h"
+#include "train/precise_bn.h"
 #include "train/progress.h"
 #include "train/run_files.h"
 #include "train/signal_stop.h"
@@ -62,7 +63,7 @@ class RunRecord {
   void status(const std::string& state, int epoch_done, double eta) const {
     files_.write_status({{"state", state}, {"epoch", epoch_done}, {"epochs", state_.epochs},
                          {"elapsed_s", elapsed()}, {"eta_s", eta}, {"best_epoch", state_.best_epoch},
-                         {"best_metric_name", "metrics/mAP50-95"}, {"best_metric", state_.best_metric},
+                         {"best_metric_name", state_.metric_name}, {"best_metric", state_.best_metric},
                          {"device", t_.device.str()}, {"save_dir", run_dir_.string()}});
   }
   void add_epoch(const nlohmann::ordered_json& row) { files_.add_epoch(row); }
@@ -147,6 +148,27 @@ void optimizer_step(Training& t, TrainState& state, HookList& hooks) {
   t.apply_schedule(state.optimizer_steps);
 }
 
+// precise_bn=N on the final epoch: BatchNorm statistics of the trained and the EMA model from N
+// training images of this epoch's order, before they are validated and saved (LibreYOLO's place).
+void precise_batch_norm(Training& t, const TrainState& state, std::int64_t images) {
+  std::vector<BatchNormTarget> targets;
+  for (models::DetectionModel* model : {&t.model(), t.ema ? &t.ema_model : nullptr}) {
+    if (!model) continue;
+    targets.push_back({model->module.get(), [&t, model](const at::Tensor& x) {
+                         AutocastGuard guard(t.device.type(), t.amp_dtype, t.autocast);
+                         if (t.use_aux) model->forward_aux(x); else model->forward(x);
+                       }, t.frozen.batch_norms});
+  }
+  t.loader->start_epoch(state.epoch);
+  const std::int64_t used = recompute_batch_norm(targets, [&]() -> std::optional<at::Tensor> {
+    auto batch = t.loader->next();
+    if (!batch) return std::nullopt;
+    return network_input(t, batch->images, state);
+  }, images);
+  log::info("Precise BN: recomputed the BatchNorm statistics of {} model{} from {} training images", targets.size(),
+            targets.size() > 1 ? "s (trained and EMA)" : "", used);
+}
+
 std::optional<eval::Validation> validate(Training& t) {
   models::DetectionModel& evaluated = t.evaluated_model();
   evaluated.module->eval();
@@ -156,6 +178,14 @@ std::optional<eval::Validation> validate(Training& t) {
   });
   t.set_train_mode();
   return validation;
+}
+
+double metric_value(const eval::Validation& v, const std::string& name) {
+  if (name == "metrics/mAP50") return v.coco.map50();
+  if (name == "metrics/mAP75") return v.coco.map75();
+  if (name == "metrics/precision") return v.pr.mean_precision;
+  if (name == "metrics/recall") return v.pr.mean_recall;
+  return v.coco.map50_95();
 }
 
 // The results.csv / metrics.jsonl row of a finished epoch.
@@ -168,10 +198,10 @@ nlohmann::ordered_json epoch_row(const Training& t, const TrainState& state, dou
   row["train/loss"] = state.last_epoch_loss;
   row["validated"] = validation.has_value();
   row["is_best"] = is_best;
-  row["current_metric"] = validation ? validation->coco.map50_95() : std::nan("");
-  row["current_metric_name"] = "metrics/mAP50-95";
+  row["current_metric"] = validation ? metric_value(*validation, state.metric_name) : std::nan("");
+  row["current_metric_name"] = state.metric_name;
   row["best_metric"] = state.best_epoch ? state.best_metric : std::nan("");
-  row["best_metric_name"] = "metrics/mAP50-95";
+  row["best_metric_name"] = state.metric_name;
   row["best_epoch"] = state.best_epoch;
   const auto means = state.loss_means();
   for (std::size_t i = 0; i < state.loss_names.size(); ++i) row["train/" + state.loss_names[i]] = means[i];
@@ -203,6 +233,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir,
   const int eval_interval = static_cast<int>(config.get_int("eval_interval"));
   const int save_period = static_cast<int>(config.get_int("save_period"));
   const int patience = static_cast<int>(config.get_int("patience"));
+  const std::int64_t precise_bn = config.get_int("precise_bn");
   hooks.on_train_start({.device = t.device, .model_name = t.model().display_name, .batch = t.batch_size,
                         .image_size = t.image_size, .autocast = t.autocast, .amp_dtype = config.get_text("amp_dtype"),
                         .workers = t.workers, .run_dir = run_dir},
@@ -291,34 +322,37 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir,
     }
     state.last_epoch_loss = state.seen ? state.total_sum / static_cast<double>(state.seen) : std::nan("");
     const bool final_epoch = epoch + 1 == state.epochs;
+    if (final_epoch && precise_bn > 0) precise_batch_norm(t, state, precise_bn);
     std::optional<eval::Validation> validation;
     if (t.validator && ((eval_interval > 0 && (epoch + 1) % eval_interval == 0) || final_epoch)) validation = validate(t);
     bool is_best = false;
     if (validation) {
-      const double metric = validation->coco.map50_95();
+      const double metric = metric_value(*validation, state.metric_name);
       is_best = std::isfinite(metric) && (state.best_epoch == 0 || metric > state.best_metric);
       if (is_best) {
         state.best_metric = metric;
         state.best_map50 = validation->coco.map50();
+        state.best_map50_95 = validation->coco.map50_95();
         state.best_epoch = epoch + 1;
       }
       const std::string table = eval::format_table(*validation, t.data.spec.names);
       if (!config.get_bool("quiet")) fmt::print(stderr, "{}", table);
       log::to_file(table);
-      log::info("Validation - mAP50: {:.4f}, mAP50-95: {:.4f} ({:.1f}s)", validation->coco.map50(), metric, validation->seconds);
+      log::info("Validation - mAP50: {:.4f}, mAP50-95: {:.4f} ({:.1f}s)", validation->coco.map50(), validation->coco.map50_95(),
+                validation->seconds);
     }
     record.add_epoch(epoch_row(t, state, record.elapsed(), epoch_seconds, clock.data_share(), is_best, validation, last_metrics));
     record.save(record.last(), epoch, 0);
     if (is_best) {
       record.save(record.weights_dir() / "best.pt", epoch, 0);
-      log::info("New best model saved - Epoch {}: metrics/mAP50-95={:.4f}", epoch + 1, state.best_metric);
+      log::info("New best model saved - Epoch {}: {}={:.4f}", epoch + 1, state.metric_name, state.best_metric);
     }
     if (save_period > 0 && (epoch + 1) % save_period == 0) record.save(record.weights_dir() / fmt::format("epoch_{}.pt", epoch + 1), epoch, 0);
     const double per_epoch = record.elapsed() / (epoch + 1 - state.start_epoch);
     record.status("running", epoch + 1, per_epoch * (state.epochs - epoch - 1));
     hooks.on_epoch_end(state);
     if (patience > 0 && state.best_epoch > 0 && (epoch + 1) - state.best_epoch >= patience) {
-      log::info("Stopping early: no improvement in mAP50-95 for {} epochs (best epoch {})", patience, state.best_epoch);
+      log::info("Stopping early: no improvement in {} for {} epochs (best epoch {})", state.metric_name, patience, state.best_epoch);
       stopped_early = true;
       ++epoch;
       break;
@@ -334,8 +368,9 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir,
   result["final_loss"] = state.last_epoch_loss;
   result["best_epoch"] = state.best_epoch;
   result["best_mAP50"] = state.best_map50;
-  result["best_mAP50_95"] = state.best_metric;
-  result["best_metric_key"] = "metrics/mAP50-95";
+  result["best_mAP50_95"] = state.best_map50_95;
+  result["best_metric_key"] = state.metric_name;
+  result["best_metric_value"] = state.best_metric;
   result["val_metrics"] = last_metrics;
   result["stopped_early"] = stopped_early;
   result["save_dir"] = run_dir.string();
@@ -346,7 +381,7 @@ TrainOutcome run_training(const config::Config& config, const fs::path& run_dir,
   if (!stop) {
     record.status("completed", epoch, 0);
     log::info("Training complete: {} epochs in {:.3f}h", epoch - state.start_epoch, record.elapsed() / 3600);
-    if (state.best_epoch) log::info("Best mAP50: {:.4f}, mAP50-95: {:.4f} (epoch {})", state.best_map50, state.best_metric, state.best_epoch);
+    if (state.best_epoch) log::info("Best mAP50: {:.4f}, mAP50-95: {:.4f} (epoch {})", state.best_map50, state.best_map50_95, state.best_epoch);
     log::info("Weights: {}", record.weights_dir().string());
   }
   return {result, interrupted ? stop->exit_code : 0};

@@ -9,6 +9,7 @@
 #include "test_util.h"
 
 #include <filesystem>
+#include <map>
 #include <unistd.h>
 
 #include "catch.h"  // last: see catch.h
@@ -55,4 +56,43 @@ TEST_CASE("A NaN loss stops training with a runtime error after saving last.pt",
   }
   CHECK(fs::exists(dir.path / "run" / "weights" / "last.pt"));
   CHECK_THAT(test_util::read_all(dir.path / "run" / "status.json"), Catch::Contains("\"failed\""));
+}
+
+TEST_CASE("freeze=2 keeps the first two layer groups (weights and BatchNorm statistics) as they started", "[trainer]") {
+  TempDir dir;
+  const auto synth = data::write_synthetic_dataset({.out = dir.path / "ds", .train_images = 8, .val_images = 4, .image_size = 64});
+  auto start = models::load_model("yolo9-t", 4);
+  models::Checkpoint initial;
+  initial.family = "yolo9";
+  initial.size = "t";
+  initial.class_count = 4;
+  initial.names = data::synth_class_names();
+  initial.model = models::state_dict(*start.model.module);
+  models::write_checkpoint(dir.path / "start.pt", initial);
+  const std::vector<std::string> arguments{"model=yolo9-t", "pretrained=" + (dir.path / "start.pt").string(),
+                                           "data=" + synth.yaml.string(), "epochs=1", "batch=4", "imgsz=64", "workers=0",
+                                           "aux_weight=0", "warmup_epochs=0", "quiet=true", "freeze=2"};
+  const auto config = models::parse_arguments(config::command_train, arguments);
+  fs::create_directories(dir.path / "run");
+  train::HookList hooks;
+  train::run_training(config, dir.path / "run", hooks);
+  const auto trained = models::read_checkpoint(dir.path / "run" / "weights" / "last.pt");
+  const auto* train_model = trained.extra("train_model");
+  REQUIRE(train_model);
+  std::map<std::string, at::Tensor> after;
+  for (const auto& entry : train_model->toGenericDict()) after[entry.key().toStringRef()] = entry.value().toTensor();
+  int frozen = 0, moved = 0;
+  for (const auto& [name, before] : initial.model) {
+    if (!at::isFloatingType(before.scalar_type()) || !after.count(name)) continue;
+    const bool same = at::equal(before, after.at(name));
+    if (name.rfind("backbone.conv0.", 0) == 0 || name.rfind("backbone.conv1.", 0) == 0) {
+      INFO(name);
+      CHECK(same);  // parameters and running statistics alike
+      ++frozen;
+    } else if (name.find("conv.weight") != std::string::npos) {
+      moved += !same;
+    }
+  }
+  CHECK(frozen >= 8);
+  CHECK(moved > 10);  // the rest trained
 }
