@@ -46,10 +46,28 @@ Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions opt
   }
 }
 
-Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward) const {
+namespace {
+
+// The letterboxed boxes of a batch as the loss takes them: [image, class, cx, cy, w, h], normalised.
+at::Tensor batch_targets(const std::vector<data::ValSample>& samples, int width, int height) {
+  std::vector<float> rows;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    for (const auto& box : samples[i].sample.boxes) {
+      rows.insert(rows.end(), {static_cast<float>(i), static_cast<float>(box.cls), (box.x1 + box.x2) / 2 / width,
+                               (box.y1 + box.y2) / 2 / height, box.width() / width, box.height() / height});
+    }
+  }
+  return at::tensor(rows).reshape({-1, 6});
+}
+
+}  // namespace
+
+Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward,
+                          const ValidationLoss* loss) const {
   const auto start = std::chrono::steady_clock::now();
   const auto& plan = plan_;
   Validation out;
+  std::vector<double> loss_sums(loss ? loss->names.size() + 1 : 0, 0.0);
   at::NoGradGuard no_grad;
   for (std::size_t b = 0; b < plan.batches.size(); ++b) {
     const auto& indices = plan.batches[b];
@@ -70,7 +88,20 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
       std::memcpy(batch[static_cast<std::int64_t>(i)].data_ptr(), image.data, image.total() * image.elemSize());
     }
     batch = batch.permute({0, 3, 1, 2}).flip(1).contiguous();  // RGB CHW as the loader gives
-    const auto maps = forward(options_.family->network_input(batch, options_.device));
+    const at::Tensor input = options_.family->network_input(batch, options_.device);
+    std::vector<at::Tensor> maps;
+    if (loss) {
+      const auto raw = loss->forward_raw(input);
+      const auto targets = models::pad_targets(batch_targets(samples, shape.width, shape.height),
+                                               static_cast<std::int64_t>(samples.size()), shape.width, shape.height)
+                               .to(options_.device);
+      const models::LossTerms terms = loss->loss(raw, targets);
+      loss_sums[0] += terms.total.item<double>();
+      for (std::size_t k = 0; k < loss->names.size(); ++k) loss_sums[k + 1] += terms.part(loss->names[k]).item<double>();
+      maps = options_.family->eval_maps(raw);
+    } else {
+      maps = forward(input);
+    }
     const auto detections = detect(maps, *options_.family, options_.confidence, options_.iou, options_.max_detections, true);
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const at::Tensor d = detections[i].contiguous();
@@ -87,6 +118,11 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
   std::iota(categories.begin(), categories.end(), 0);
   out.coco = coco_evaluate(image_ids_, categories, ground_truth_, out.detections, options_.coco_max_detections);
   out.pr = detection_pr_metrics(ground_truth_, out.detections);
+  if (loss && !plan.batches.empty()) {
+    const double batches = static_cast<double>(plan.batches.size());
+    out.losses.emplace_back("loss", loss_sums[0] / batches);
+    for (std::size_t k = 0; k < loss->names.size(); ++k) out.losses.emplace_back(loss->names[k], loss_sums[k + 1] / batches);
+  }
   out.images = static_cast<std::int64_t>(dataset_.size());
   out.instances = static_cast<std::int64_t>(ground_truth_.size());
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -34,9 +34,18 @@ struct ValidatorOptions {
   c10::Device device = c10::kCPU;
 };
 
+// val_loss: the family's training loss on the validation batches. `forward_raw` gives the
+// training-shaped maps (in eval mode), which the validator also turns into the eval maps.
+struct ValidationLoss {
+  std::function<std::vector<at::Tensor>(const at::Tensor&)> forward_raw;
+  std::function<models::LossTerms(const std::vector<at::Tensor>&, const models::TargetBatch&)> loss;
+  std::vector<std::string> names;  // the parts, in order
+};
+
 struct Validation {
   CocoResult coco;  // pycocotools' mAP
   PrMetrics pr;     // Ultralytics' P and R (at the confidence of the best mean F1) and curves
+  std::vector<std::pair<std::string, double>> losses;  // with val_loss: "loss" then the parts, batch means
   std::vector<CocoBox> detections;  // original pixels; image = dataset index
   std::int64_t images = 0, instances = 0;
   double seconds = 0;
@@ -46,7 +55,9 @@ class Validator {
  public:
   Validator(const data::DetectionDataset& dataset, ValidatorOptions options);
   // `forward` runs the model (already in eval mode) on a network input.
-  Validation run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward) const;
+  // With `loss`, the model runs through loss->forward_raw instead and the losses are averaged.
+  Validation run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward,
+                 const ValidationLoss* loss = nullptr) const;
   const data::DetectionDataset& dataset() const { return dataset_; }
 
  private:

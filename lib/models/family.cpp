@@ -42,6 +42,7 @@ class Yolo9Family final : public Family {
     model.display_name = fmt::format("YOLOv9-{}", size);
     model.module = net.ptr();
     model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
+    model.forward_raw = model.forward;  // DDetect's maps are raw in both modes
     model.fuse = [net]() mutable { net->fuse(); };
     model.enable_aux = [net]() mutable { net->enable_aux(); };
     model.forward_aux = [net](const at::Tensor& x) mutable { return net->forward_with_aux(x); };
@@ -102,6 +103,7 @@ class YoloxFamily final : public Family {
     model.default_image_size = net->spec().input_size;
     model.module = net.ptr();
     model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
+    model.forward_raw = [net](const at::Tensor& x) mutable { return net->forward_raw(x); };
     model.fuse = [net]() mutable { nn::fuse_for_inference(*net); };
     return model;
   }
@@ -114,6 +116,10 @@ class YoloxFamily final : public Family {
     return images.to(device, /*non_blocking=*/true).to(at::kFloat).flip(1);  // BGR, 0-255, as upstream
   }
   Decoded decode(const std::vector<at::Tensor>& maps) const override { return decode_yolox(maps, {8, 16, 32}); }
+  std::vector<at::Tensor> eval_maps(std::vector<at::Tensor> raw) const override {
+    for (auto& map : raw) map = at::cat({map.slice(1, 0, 4), map.slice(1, 4).sigmoid()}, 1);  // as the head's eval branch
+    return raw;
+  }
   std::vector<std::string> loss_names() const override { return {"iou_loss", "obj_loss", "cls_loss", "l1_loss"}; }
   std::unique_ptr<TrainingLoss> make_loss(const LossGains&) const override { return std::make_unique<YoloxLoss>(); }
   bool channels_last_on_cpu() const override { return false; }

@@ -56,6 +56,8 @@ class Family {
   // The network input from the loader's uint8 RGB [B, 3, H, W], float32 on `device`.
   virtual at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const = 0;
   virtual Decoded decode(const std::vector<at::Tensor>& maps) const = 0;
+  // The eval-mode maps from the training-shaped ones (YOLOX: objectness and classes sigmoided).
+  virtual std::vector<at::Tensor> eval_maps(std::vector<at::Tensor> raw) const { return raw; }
 
   virtual std::vector<std::string> loss_names() const = 0;
   virtual std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const = 0;

@@ -18,7 +18,8 @@ struct DetectionModel {
   std::string display_name;  // "YOLOv9-t", "YOLOX-s"
   int default_image_size = 640;
   std::shared_ptr<torch::nn::Module> module;
-  std::function<std::vector<at::Tensor>(const at::Tensor&)> forward;  // raw per-level maps
+  std::function<std::vector<at::Tensor>(const at::Tensor&)> forward;  // per-level maps (eval mode: as decode takes them)
+  std::function<std::vector<at::Tensor>(const at::Tensor&)> forward_raw;  // training-shaped maps in either mode (the loss's)
   std::function<void()> fuse;                                          // for inference
   // YOLOv9's PGI auxiliary branch, for training; both empty for YOLOX. forward_aux returns the
   // (main, auxiliary) maps once enable_aux() has attached the branch.

@@ -40,6 +40,7 @@ struct TrainState {
   double total_sum = 0;
   std::int64_t seen = 0;
   double last_epoch_loss = std::nan("");
+  double epoch_seconds = 0, data_share = 0;  // the last epoch's time and share spent waiting for data
 
   std::int64_t steps_per_epoch() const { return (batches_per_epoch + accumulate - 1) / accumulate; }
   // The accumulation window of the next batch (batch = the batches done): its first batch and length.

@@ -13,14 +13,18 @@
 #include "train/run_files.h"
 #include "train/signal_stop.h"
 #include "train/step_runner.h"
+#include "train/weight_average.h"
+#include "eval/plots.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <random>
+#include <map>
 #include <cmath>
 
 namespace libreyolo::train {
@@ -169,17 +173,6 @@ void precise_batch_norm(Training& t, const TrainState& state, std::int64_t image
             targets.size() > 1 ? "s (trained and EMA)" : "", used);
 }
 
-std::optional<eval::Validation> validate(Training& t) {
-  models::DetectionModel& evaluated = t.evaluated_model();
-  evaluated.module->eval();
-  auto validation = t.validator->run([&](const at::Tensor& x) {
-    AutocastGuard guard(t.device.type(), t.amp_dtype, t.autocast && t.device.is_cuda());
-    return evaluated.forward(x);
-  });
-  t.set_train_mode();
-  return validation;
-}
-
 double metric_value(const eval::Validation& v, const std::string& name) {
   if (name == "metrics/mAP50") return v.coco.map50();
   if (name == "metrics/mAP75") return v.coco.map75();
@@ -188,33 +181,331 @@ double metric_value(const eval::Validation& v, const std::string& name) {
   return v.coco.map50_95();
 }
 
+// The loop and its stages. run() is the whole shape; each stage is a method below.
+class Trainer {
+ public:
+  Trainer(const config::Config& config, const fs::path& run_dir, HookList& hooks)
+      : config_(config), run_dir_(run_dir), hooks_(hooks), training_(set_up_training(config, state_)), t_(*training_),
+        record_(t_, state_, hooks_, run_dir), runner_(t_, hooks_),
+        progress_(config.get_bool("quiet"), state_.loss_names, static_cast<int>(config.get_int("log_interval")), ::isatty(2) != 0),
+        no_aug_epochs_(static_cast<int>(config.get_int("no_aug_epochs"))),
+        eval_interval_(static_cast<int>(config.get_int("eval_interval"))),
+        save_period_(static_cast<int>(config.get_int("save_period"))),
+        patience_(static_cast<int>(config.get_int("patience"))),
+        precise_bn_(config.get_int("precise_bn")),
+        val_loss_(config.get_bool("val_loss")),
+        save_plots_(config.get_bool("save_plots")) {
+    hooks_.add(std::make_unique<SignalStopHook>());
+    if (const auto n = config.get_int("average_best"); n > 0) set_up_average(static_cast<int>(n));
+  }
+
+  TrainOutcome run() {
+    hooks_.on_train_start({.device = t_.device, .model_name = t_.model().display_name, .batch = t_.batch_size,
+                           .image_size = t_.image_size, .autocast = t_.autocast, .amp_dtype = config_.get_text("amp_dtype"),
+                           .workers = t_.workers, .run_dir = run_dir_},
+                          state_);
+    record_.status("running", state_.start_epoch, -1);
+    for (state_.epoch = state_.start_epoch; state_.epoch < state_.epochs && !stop_; ++state_.epoch) {
+      begin_epoch();
+      train_batches();  // until the epoch ends or a hook asks to stop
+      if (stop_) {
+        carry_out_stop();
+        break;
+      }
+      if (end_epoch()) break;  // validation, run files, checkpoints; true: patience ran out
+    }
+    return finish();
+  }
+
+ private:
+  void begin_epoch();
+  void train_batches();
+  void micro_step(const data::Batch& batch, EpochClock& clock);
+  void carry_out_stop();
+  bool end_epoch();
+  std::optional<eval::Validation> validate(models::DetectionModel& model);
+  bool take_validation(const eval::Validation& validation);
+  nlohmann::ordered_json epoch_row(double epoch_seconds, double data_share, bool is_best,
+                                   const std::optional<eval::Validation>& validation);
+  void set_up_average(int count);
+  void write_average();
+  void write_plots(const eval::Validation& validation);
+  TrainOutcome finish();
+
+  const config::Config& config_;
+  fs::path run_dir_;
+  HookList& hooks_;
+  TrainState state_;
+  std::unique_ptr<Training> training_;
+  Training& t_;
+  RunRecord record_;
+  EagerStepRunner runner_;
+  Progress progress_;
+  const int no_aug_epochs_, eval_interval_, save_period_, patience_;
+  const std::int64_t precise_bn_;
+  const bool val_loss_, save_plots_;
+  std::optional<BestAverage> average_;
+  std::optional<StopRequest> stop_;
+  bool stopped_early_ = false;
+  ProgressValues shown_;
+  nlohmann::ordered_json last_metrics_;
+};
+
+void Trainer::begin_epoch() {
+  const int epoch = state_.epoch;
+  const bool close_mosaic = epoch >= state_.epochs - no_aug_epochs_;
+  t_.data.pipeline->set_mosaic_enabled(!close_mosaic);
+  if (close_mosaic) {
+    const std::string loss_change = t_.loss->close_augmentation();
+    if (epoch == state_.epochs - no_aug_epochs_) {
+      log::info("Closing mosaic and mixup for the last {} epochs{}", no_aug_epochs_,
+                loss_change.empty() ? "" : fmt::format(" ({})", loss_change));
+    }
+  }
+  t_.set_train_mode();
+  state_.batch = epoch == state_.start_epoch ? state_.start_batch : 0;
+  t_.loader->start_epoch(epoch, static_cast<std::size_t>(state_.batch));
+  if (state_.batch == 0) state_.reset_epoch_sums();
+  progress_.print_header();
+  shown_ = {};
+}
+
+void Trainer::train_batches() {
+  EpochClock clock;
+  while (auto batch = fetch(t_, hooks_, clock)) {
+    const bool window_end = state_.batch + 1 - state_.window_start() == state_.window_length();
+    micro_step(*batch, clock);
+    hooks_.on_step_end(state_);
+    stop_ = hooks_.should_stop(state_);
+    if (stop_ && (stop_->kind == StopRequest::Kind::finish || window_end)) break;
+    stop_.reset();  // an interrupt waits for the end of the accumulation window
+  }
+  if (shown_.total) progress_.finish(shown_);
+  state_.epoch_seconds = clock.elapsed();
+  state_.data_share = clock.data_share();
+}
+
+void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
+  const std::int64_t window_start = state_.window_start(), window = state_.window_length();
+  if (state_.batch == window_start) t_.optimizer->zero_grad(/*set_to_none=*/true);
+  at::Tensor x;
+  models::TargetBatch targets;
+  {
+    const auto phase = hooks_.phase(Phase::to_device);
+    x = network_input(t_, batch.images, state_);
+    targets = models::pad_targets(batch.targets, x.size(0), x.size(3), x.size(2)).to(t_.device);
+  }
+  const models::LossTerms terms = runner_.run(x, targets, static_cast<double>(window));
+  const std::vector<double> losses = read_losses(terms, state_.loss_names);
+  if (!std::isfinite(losses[0])) {
+    record_.save(record_.last(), state_.epoch - 1, state_.batch);
+    record_.status("failed", state_.epoch, -1);
+    throw RuntimeError(fmt::format("training diverged: the loss is {} at epoch {}, batch {}; {} holds the weights "
+                                   "from before this step. Lower lr0, check the labels, or train in float32 (amp=false)",
+                                   losses[0], state_.epoch + 1, state_.batch + 1, record_.last().string()));
+  }
+  ++state_.batch;
+  if (state_.batch - window_start == window) optimizer_step(t_, state_, hooks_);
+  state_.add_losses(losses[0], {losses.begin() + 1, losses.end()});
+  clock.images += x.size(0);
+  shown_ = {.epoch = state_.epoch + 1, .epochs = state_.epochs,
+            .memory_gb = t_.device.is_cuda() ? cuda::cuda_reserved_bytes(t_.device.index()) / 1e9 : 0.0,
+            .losses = state_.loss_means(), .instances = batch.targets.size(0), .size = static_cast<int>(x.size(3)),
+            .done = static_cast<std::size_t>(state_.batch), .total = static_cast<std::size_t>(state_.batches_per_epoch),
+            .elapsed = clock.elapsed(), .images_per_second = clock.images / std::max(clock.elapsed(), 1e-9),
+            .data_share = clock.data_share()};
+  progress_.update(shown_);
+}
+
+void Trainer::carry_out_stop() {
+  const int epoch = state_.epoch;
+  if (stop_->kind == StopRequest::Kind::interrupt) {
+    const bool epoch_finished = state_.batch == state_.batches_per_epoch;
+    record_.save(record_.last(), epoch_finished ? epoch : epoch - 1, epoch_finished ? 0 : state_.batch);
+    record_.status(stop_->state, epoch_finished ? epoch + 1 : epoch, -1);
+    log::warn("{}: saved {} (resume with model={} resume=true)", stop_->message, record_.last().string(), record_.last().string());
+  } else {
+    record_.status(stop_->state, epoch, 0);
+    log::info("{}", stop_->message);
+  }
+}
+
+bool Trainer::end_epoch() {
+  const int epoch = state_.epoch;
+  if (state_.data_share > 0.3 && state_.seen > 2) {
+    log::warn("epoch {}: {:.0f}% of the time went to waiting for data (dataloader-bound): raise workers= or use cache=ram",
+              epoch + 1, 100 * state_.data_share);
+  }
+  state_.last_epoch_loss = state_.seen ? state_.total_sum / static_cast<double>(state_.seen) : std::nan("");
+  const bool final_epoch = epoch + 1 == state_.epochs;
+  if (final_epoch && precise_bn_ > 0) precise_batch_norm(t_, state_, precise_bn_);
+  std::optional<eval::Validation> validation;
+  if (t_.validator && ((eval_interval_ > 0 && (epoch + 1) % eval_interval_ == 0) || final_epoch)) {
+    validation = validate(t_.evaluated_model());
+  }
+  const bool is_best = validation && take_validation(*validation);
+  if (validation && final_epoch && save_plots_) write_plots(*validation);
+  record_.add_epoch(epoch_row(state_.epoch_seconds, state_.data_share, is_best, validation));
+  record_.save(record_.last(), epoch, 0);
+  if (is_best) {
+    record_.save(record_.weights_dir() / "best.pt", epoch, 0);
+    log::info("New best model saved - Epoch {}: {}={:.4f}", epoch + 1, state_.metric_name, state_.best_metric);
+  }
+  if (save_period_ > 0 && (epoch + 1) % save_period_ == 0) {
+    record_.save(record_.weights_dir() / fmt::format("epoch_{}.pt", epoch + 1), epoch, 0);
+  }
+  const double per_epoch = record_.elapsed() / (epoch + 1 - state_.start_epoch);
+  record_.status("running", epoch + 1, per_epoch * (state_.epochs - epoch - 1));
+  hooks_.on_epoch_end(state_);
+  if (patience_ > 0 && state_.best_epoch > 0 && (epoch + 1) - state_.best_epoch >= patience_) {
+    log::info("Stopping early: no improvement in {} for {} epochs (best epoch {})", state_.metric_name, patience_, state_.best_epoch);
+    stopped_early_ = true;
+    ++state_.epoch;
+    return true;
+  }
+  if ((stop_ = hooks_.should_stop(state_))) record_.status(stop_->state, epoch + 1, -1);  // arrived during validation or saving
+  return false;
+}
+
+std::optional<eval::Validation> Trainer::validate(models::DetectionModel& model) {
+  model.module->eval();
+  std::optional<eval::ValidationLoss> loss;
+  if (val_loss_) {
+    loss = eval::ValidationLoss{.forward_raw = model.forward_raw,
+                                .loss = [this](const std::vector<at::Tensor>& maps, const models::TargetBatch& targets) {
+                                  return (*t_.loss)(maps, targets);
+                                },
+                                .names = state_.loss_names};
+  }
+  auto validation = t_.validator->run([&](const at::Tensor& x) {
+    AutocastGuard guard(t_.device.type(), t_.amp_dtype, t_.autocast && t_.device.is_cuda());
+    return model.forward(x);
+  }, loss ? &*loss : nullptr);
+  t_.set_train_mode();
+  return validation;
+}
+
+// Best-model bookkeeping, the table and the average pool for a validation; true when it is the best.
+bool Trainer::take_validation(const eval::Validation& validation) {
+  const double metric = metric_value(validation, state_.metric_name);
+  const bool is_best = std::isfinite(metric) && (state_.best_epoch == 0 || metric > state_.best_metric);
+  if (is_best) {
+    state_.best_metric = metric;
+    state_.best_map50 = validation.coco.map50();
+    state_.best_map50_95 = validation.coco.map50_95();
+    state_.best_epoch = state_.epoch + 1;
+  }
+  const std::string table = eval::format_table(validation, t_.data.spec.names);
+  if (!config_.get_bool("quiet")) fmt::print(stderr, "{}", table);
+  log::to_file(table);
+  log::info("Validation - mAP50: {:.4f}, mAP50-95: {:.4f} ({:.1f}s)", validation.coco.map50(), validation.coco.map50_95(),
+            validation.seconds);
+  if (average_ && average_->consider(models::state_dict(*t_.evaluated_model().module), metric)) {
+    log::info("average_best: admitted snapshot ({}={:.5f}, pool {}/{})", state_.metric_name, metric, average_->size(),
+              average_->capacity());
+    average_->save(record_.weights_dir() / "average_pool.pt");
+  }
+  return is_best;
+}
+
 // The results.csv / metrics.jsonl row of a finished epoch.
-nlohmann::ordered_json epoch_row(const Training& t, const TrainState& state, double time, double epoch_seconds,
-                                 double data_share, bool is_best, const std::optional<eval::Validation>& validation,
-                                 nlohmann::ordered_json& last_metrics) {
+nlohmann::ordered_json Trainer::epoch_row(double epoch_seconds, double data_share, bool is_best,
+                                          const std::optional<eval::Validation>& validation) {
   nlohmann::ordered_json row;
-  row["epoch"] = state.epoch + 1;
-  row["time"] = time;
-  row["train/loss"] = state.last_epoch_loss;
+  row["epoch"] = state_.epoch + 1;
+  row["time"] = record_.elapsed();
+  row["train/loss"] = state_.last_epoch_loss;
   row["validated"] = validation.has_value();
   row["is_best"] = is_best;
-  row["current_metric"] = validation ? metric_value(*validation, state.metric_name) : std::nan("");
-  row["current_metric_name"] = state.metric_name;
-  row["best_metric"] = state.best_epoch ? state.best_metric : std::nan("");
-  row["best_metric_name"] = state.metric_name;
-  row["best_epoch"] = state.best_epoch;
-  const auto means = state.loss_means();
-  for (std::size_t i = 0; i < state.loss_names.size(); ++i) row["train/" + state.loss_names[i]] = means[i];
+  row["current_metric"] = validation ? metric_value(*validation, state_.metric_name) : std::nan("");
+  row["current_metric_name"] = state_.metric_name;
+  row["best_metric"] = state_.best_epoch ? state_.best_metric : std::nan("");
+  row["best_metric_name"] = state_.metric_name;
+  row["best_epoch"] = state_.best_epoch;
+  const auto means = state_.loss_means();
+  for (std::size_t i = 0; i < state_.loss_names.size(); ++i) row["train/" + state_.loss_names[i]] = means[i];
   if (validation) {
     const auto& c = validation->coco;
-    last_metrics = {{"metrics/mAP50-95", c.map50_95()}, {"metrics/mAP50", c.map50()}, {"metrics/mAP75", c.map75()},
-                    {"metrics/precision", validation->pr.mean_precision}, {"metrics/recall", validation->pr.mean_recall}};
-    for (const auto& item : last_metrics.items()) row[item.key()] = item.value();
+    last_metrics_ = {{"metrics/mAP50-95", c.map50_95()}, {"metrics/mAP50", c.map50()}, {"metrics/mAP75", c.map75()},
+                     {"metrics/precision", validation->pr.mean_precision}, {"metrics/recall", validation->pr.mean_recall}};
+    for (const auto& item : last_metrics_.items()) row[item.key()] = item.value();
+    for (const auto& [name, value] : validation->losses) row["val/" + name] = value;
   }
-  for (std::size_t g = 0; g < t.optimizer->param_groups().size(); ++g) row[fmt::format("lr/group{}", g)] = learning_rate(*t.optimizer, g);
+  for (std::size_t g = 0; g < t_.optimizer->param_groups().size(); ++g) row[fmt::format("lr/group{}", g)] = learning_rate(*t_.optimizer, g);
   row["epoch_time"] = epoch_seconds;
   row["data_wait_share"] = data_share;
   return row;
+}
+
+void Trainer::set_up_average(int count) {
+  average_.emplace(count);
+  log::info("Averaging the {} best checkpoints by {} (weights/average.pt at the end of training)", count, state_.metric_name);
+  const fs::path pool = record_.weights_dir() / "average_pool.pt";
+  if (t_.resume && fs::exists(pool)) log::info("average_best: restored {} snapshot(s) from {}", average_->load(pool), pool.string());
+}
+
+// weights/average.pt: the pool's average, validated, with LibreYOLO's average_* metadata.
+void Trainer::write_average() {
+  const auto averaged = average_->average();
+  if (!averaged) return;
+  models::DetectionModel model = models::build_model(t_.loaded.name, t_.class_count, t_.loaded.class_hidden);
+  if (t_.use_aux) model.enable_aux();
+  models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(averaged->begin(), averaged->end()), true);
+  model.module->to(t_.device);
+  if (t_.channels_last) models::to_channels_last(*model.module);
+  std::optional<eval::Validation> validation;
+  if (t_.validator) {
+    log::info("average_best: validating the averaged weights");
+    validation = validate(model);
+    log::info("average_best: mAP50 {:.4f}, mAP50-95 {:.4f}", validation->coco.map50(), validation->coco.map50_95());
+  }
+  models::Checkpoint c = make_checkpoint(t_, state_, state_.epoch - 1, 0);
+  c.model = models::state_dict(*model.module);
+  c.set_extra("averaged_snapshot_count", static_cast<std::int64_t>(average_->size()));
+  c.set_extra("average_metric_key", state_.metric_name);
+  if (validation) c.set_extra("average_metric_value", metric_value(*validation, state_.metric_name));
+  const fs::path path = record_.weights_dir() / "average.pt";
+  models::write_checkpoint(path, c);
+  log::info("average_best: wrote {} from {} snapshots ({} {})", path.string(), average_->size(), state_.metric_name,
+            fmt::join(average_->metrics(), ", "));
+}
+
+void Trainer::write_plots(const eval::Validation& validation) {
+  const fs::path dir = run_dir_ / "val";
+  const auto written = eval::write_validation_plots(dir, validation, t_.data.spec.names, t_.validator->dataset(),
+                                                    static_cast<int>(config_.get_int("plot_samples")));
+  log::info("save_plots: {} files in {}", written, dir.string());
+}
+
+TrainOutcome Trainer::finish() {
+  const bool interrupted = stop_ && stop_->kind == StopRequest::Kind::interrupt;
+  if (average_ && !stop_) write_average();
+  nlohmann::ordered_json result;
+  result["state"] = stop_ ? stop_->state : "completed";
+  result["epochs_completed"] = std::min(state_.epoch, state_.epochs);
+  result["final_loss"] = state_.last_epoch_loss;
+  result["best_epoch"] = state_.best_epoch;
+  result["best_mAP50"] = state_.best_map50;
+  result["best_mAP50_95"] = state_.best_map50_95;
+  result["best_metric_key"] = state_.metric_name;
+  result["best_metric_value"] = state_.best_metric;
+  result["val_metrics"] = last_metrics_;
+  result["stopped_early"] = stopped_early_;
+  result["save_dir"] = run_dir_.string();
+  result["last_checkpoint"] = record_.last().string();
+  if (state_.best_epoch) result["best_checkpoint"] = (record_.weights_dir() / "best.pt").string();
+  if (average_ && !stop_ && average_->size()) result["average_checkpoint"] = (record_.weights_dir() / "average.pt").string();
+  result["seconds"] = record_.elapsed();
+  hooks_.on_train_end(state_, result);
+  if (!stop_) {
+    record_.status("completed", state_.epoch, 0);
+    log::info("Training complete: {} epochs in {:.3f}h", state_.epoch - state_.start_epoch, record_.elapsed() / 3600);
+    if (state_.best_epoch) {
+      log::info("Best mAP50: {:.4f}, mAP50-95: {:.4f} (epoch {})", state_.best_map50, state_.best_map50_95, state_.best_epoch);
+    }
+    log::info("Weights: {}", record_.weights_dir().string());
+  }
+  return {result, interrupted ? stop_->exit_code : 0};
 }
 
 }  // namespace
@@ -222,169 +513,7 @@ nlohmann::ordered_json epoch_row(const Training& t, const TrainState& state, dou
 TrainOutcome run_training(const config::Config& config, const fs::path& run_dir, HookList& hooks) {
   log::set_file((run_dir / "train.log").string());
   struct LogFileScope { ~LogFileScope() { log::clear_file(); } } log_file_scope;
-  TrainState state;
-  const auto training = set_up_training(config, state);
-  Training& t = *training;
-  RunRecord record(t, state, hooks, run_dir);
-  hooks.add(std::make_unique<SignalStopHook>());
-  EagerStepRunner runner(t, hooks);
-  Progress progress(config.get_bool("quiet"), state.loss_names, static_cast<int>(config.get_int("log_interval")), ::isatty(2) != 0);
-  const int no_aug_epochs = static_cast<int>(config.get_int("no_aug_epochs"));
-  const int eval_interval = static_cast<int>(config.get_int("eval_interval"));
-  const int save_period = static_cast<int>(config.get_int("save_period"));
-  const int patience = static_cast<int>(config.get_int("patience"));
-  const std::int64_t precise_bn = config.get_int("precise_bn");
-  hooks.on_train_start({.device = t.device, .model_name = t.model().display_name, .batch = t.batch_size,
-                        .image_size = t.image_size, .autocast = t.autocast, .amp_dtype = config.get_text("amp_dtype"),
-                        .workers = t.workers, .run_dir = run_dir},
-                       state);
-  record.status("running", state.start_epoch, -1);
-
-  nlohmann::ordered_json last_metrics;
-  std::optional<StopRequest> stop;
-  bool stopped_early = false;
-  int& epoch = state.epoch;
-  for (epoch = state.start_epoch; epoch < state.epochs && !stop; ++epoch) {
-    // ---- per-epoch switches
-    const bool close_mosaic = epoch >= state.epochs - no_aug_epochs;
-    t.data.pipeline->set_mosaic_enabled(!close_mosaic);
-    if (close_mosaic) {
-      const std::string loss_change = t.loss->close_augmentation();
-      if (epoch == state.epochs - no_aug_epochs) {
-        log::info("Closing mosaic and mixup for the last {} epochs{}", no_aug_epochs,
-                  loss_change.empty() ? "" : fmt::format(" ({})", loss_change));
-      }
-    }
-    t.set_train_mode();
-    state.batch = epoch == state.start_epoch ? state.start_batch : 0;
-    t.loader->start_epoch(epoch, static_cast<std::size_t>(state.batch));
-    if (state.batch == 0) state.reset_epoch_sums();
-    progress.print_header();
-    EpochClock clock;
-    ProgressValues shown;
-
-    // ---- the batches
-    while (auto batch = fetch(t, hooks, clock)) {
-      const std::int64_t window_start = state.window_start(), window = state.window_length();
-      if (state.batch == window_start) t.optimizer->zero_grad(/*set_to_none=*/true);
-      at::Tensor x;
-      models::TargetBatch targets;
-      {
-        const auto phase = hooks.phase(Phase::to_device);
-        x = network_input(t, batch->images, state);
-        targets = models::pad_targets(batch->targets, x.size(0), x.size(3), x.size(2)).to(t.device);
-      }
-      const models::LossTerms terms = runner.run(x, targets, static_cast<double>(window));
-      const std::vector<double> losses = read_losses(terms, state.loss_names);
-      if (!std::isfinite(losses[0])) {
-        record.save(record.last(), epoch - 1, state.batch);
-        record.status("failed", epoch, -1);
-        throw RuntimeError(fmt::format("training diverged: the loss is {} at epoch {}, batch {}; {} holds the weights "
-                                       "from before this step. Lower lr0, check the labels, or train in float32 (amp=false)",
-                                       losses[0], epoch + 1, state.batch + 1, record.last().string()));
-      }
-      ++state.batch;
-      const bool window_end = state.batch - window_start == window;
-      if (window_end) optimizer_step(t, state, hooks);
-      state.add_losses(losses[0], {losses.begin() + 1, losses.end()});
-      clock.images += x.size(0);
-      shown = {.epoch = epoch + 1, .epochs = state.epochs,
-               .memory_gb = t.device.is_cuda() ? cuda::cuda_reserved_bytes(t.device.index()) / 1e9 : 0.0,
-               .losses = state.loss_means(), .instances = batch->targets.size(0), .size = static_cast<int>(x.size(3)),
-               .done = static_cast<std::size_t>(state.batch), .total = static_cast<std::size_t>(state.batches_per_epoch),
-               .elapsed = clock.elapsed(), .images_per_second = clock.images / std::max(clock.elapsed(), 1e-9),
-               .data_share = clock.data_share()};
-      progress.update(shown);
-      hooks.on_step_end(state);
-      stop = hooks.should_stop(state);
-      if (stop && (stop->kind == StopRequest::Kind::finish || window_end)) break;
-      stop.reset();  // an interrupt waits for the end of the accumulation window
-    }
-    if (shown.total) progress.finish(shown);
-    if (stop) {
-      if (stop->kind == StopRequest::Kind::interrupt) {
-        const bool epoch_finished = state.batch == state.batches_per_epoch;
-        record.save(record.last(), epoch_finished ? epoch : epoch - 1, epoch_finished ? 0 : state.batch);
-        record.status(stop->state, epoch_finished ? epoch + 1 : epoch, -1);
-        log::warn("{}: saved {} (resume with model={} resume=true)", stop->message, record.last().string(), record.last().string());
-      } else {
-        record.status(stop->state, epoch, 0);
-        log::info("{}", stop->message);
-      }
-      break;
-    }
-
-    // ---- end of epoch: validation, files, checkpoints, patience
-    const double epoch_seconds = clock.elapsed();
-    if (clock.data_share() > 0.3 && state.seen > 2) {
-      log::warn("epoch {}: {:.0f}% of the time went to waiting for data (dataloader-bound): raise workers= or use cache=ram",
-                epoch + 1, 100 * clock.data_share());
-    }
-    state.last_epoch_loss = state.seen ? state.total_sum / static_cast<double>(state.seen) : std::nan("");
-    const bool final_epoch = epoch + 1 == state.epochs;
-    if (final_epoch && precise_bn > 0) precise_batch_norm(t, state, precise_bn);
-    std::optional<eval::Validation> validation;
-    if (t.validator && ((eval_interval > 0 && (epoch + 1) % eval_interval == 0) || final_epoch)) validation = validate(t);
-    bool is_best = false;
-    if (validation) {
-      const double metric = metric_value(*validation, state.metric_name);
-      is_best = std::isfinite(metric) && (state.best_epoch == 0 || metric > state.best_metric);
-      if (is_best) {
-        state.best_metric = metric;
-        state.best_map50 = validation->coco.map50();
-        state.best_map50_95 = validation->coco.map50_95();
-        state.best_epoch = epoch + 1;
-      }
-      const std::string table = eval::format_table(*validation, t.data.spec.names);
-      if (!config.get_bool("quiet")) fmt::print(stderr, "{}", table);
-      log::to_file(table);
-      log::info("Validation - mAP50: {:.4f}, mAP50-95: {:.4f} ({:.1f}s)", validation->coco.map50(), validation->coco.map50_95(),
-                validation->seconds);
-    }
-    record.add_epoch(epoch_row(t, state, record.elapsed(), epoch_seconds, clock.data_share(), is_best, validation, last_metrics));
-    record.save(record.last(), epoch, 0);
-    if (is_best) {
-      record.save(record.weights_dir() / "best.pt", epoch, 0);
-      log::info("New best model saved - Epoch {}: {}={:.4f}", epoch + 1, state.metric_name, state.best_metric);
-    }
-    if (save_period > 0 && (epoch + 1) % save_period == 0) record.save(record.weights_dir() / fmt::format("epoch_{}.pt", epoch + 1), epoch, 0);
-    const double per_epoch = record.elapsed() / (epoch + 1 - state.start_epoch);
-    record.status("running", epoch + 1, per_epoch * (state.epochs - epoch - 1));
-    hooks.on_epoch_end(state);
-    if (patience > 0 && state.best_epoch > 0 && (epoch + 1) - state.best_epoch >= patience) {
-      log::info("Stopping early: no improvement in {} for {} epochs (best epoch {})", state.metric_name, patience, state.best_epoch);
-      stopped_early = true;
-      ++epoch;
-      break;
-    }
-    if ((stop = hooks.should_stop(state))) record.status(stop->state, epoch + 1, -1);  // arrived during validation or saving
-  }
-
-  // ---- the result
-  nlohmann::ordered_json result;
-  const bool interrupted = stop && stop->kind == StopRequest::Kind::interrupt;
-  result["state"] = stop ? stop->state : "completed";
-  result["epochs_completed"] = std::min(epoch, state.epochs);
-  result["final_loss"] = state.last_epoch_loss;
-  result["best_epoch"] = state.best_epoch;
-  result["best_mAP50"] = state.best_map50;
-  result["best_mAP50_95"] = state.best_map50_95;
-  result["best_metric_key"] = state.metric_name;
-  result["best_metric_value"] = state.best_metric;
-  result["val_metrics"] = last_metrics;
-  result["stopped_early"] = stopped_early;
-  result["save_dir"] = run_dir.string();
-  result["last_checkpoint"] = record.last().string();
-  if (state.best_epoch) result["best_checkpoint"] = (record.weights_dir() / "best.pt").string();
-  result["seconds"] = record.elapsed();
-  hooks.on_train_end(state, result);
-  if (!stop) {
-    record.status("completed", epoch, 0);
-    log::info("Training complete: {} epochs in {:.3f}h", epoch - state.start_epoch, record.elapsed() / 3600);
-    if (state.best_epoch) log::info("Best mAP50: {:.4f}, mAP50-95: {:.4f} (epoch {})", state.best_map50, state.best_map50_95, state.best_epoch);
-    log::info("Weights: {}", record.weights_dir().string());
-  }
-  return {result, interrupted ? stop->exit_code : 0};
+  return Trainer(config, run_dir, hooks).run();
 }
 
 }  // namespace libreyolo::train

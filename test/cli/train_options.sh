@@ -52,4 +52,32 @@ expect_in "$WORK/err" "backbone.conv0. backbone.conv1."
 expect_exit 2 train $C freeze=99 name=frozen_bad
 expect_in "$WORK/err" "out of range"
 
+# val_loss, save_plots, average_best, precise_bn, best_metric in one two-epoch run
+expect_exit 0 train $C epochs=2 eval_interval=1 val_loss=true save_plots=true plot_samples=4 average_best=2 precise_bn=4 \
+  best_metric=metrics/mAP50 name=extras
+expect_in runs/extras/results.csv "val/loss,val/box_loss,val/cls_loss,val/dfl_loss"
+[ "$(sed -n 2p runs/extras/results.csv | grep -o ',metrics/mAP50,' | wc -l)" -eq 2 ] || fail "best_metric: current_metric_name and best_metric_name are not metrics/mAP50"
+for f in PR_curve.svg F1_curve.svg P_curve.svg R_curve.svg confusion_matrix.svg val_batch_labels.jpg val_batch_pred.jpg; do
+  [ -s "runs/extras/val/$f" ] || fail "save_plots: missing val/$f"
+done
+expect_in runs/extras/val/confusion_matrix.svg "background"
+[ -s runs/extras/weights/average.pt ] && [ -s runs/extras/weights/average_pool.pt ] || fail "average_best: no average.pt"
+expect_in "$WORK/err" "average_best: wrote"
+expect_in "$WORK/err" "Precise BN: recomputed the BatchNorm statistics of 2 models (trained and EMA) from 4 training images"
+expect_exit 0 info model=runs/extras/weights/average.pt --json
+expect_in "$WORK/out" '"nc":4'
+expect_exit 2 train $C best_metric=fitness name=badmetric
+expect_in "$WORK/err" "best_metric"
+
+# min_samples: an 8-image dataset drawn 20 times per epoch (batch 2: 10 batches); class_balanced logs its draw
+expect_exit 0 train $C min_samples=20 log_interval=100 name=floor
+expect_in "$WORK/err" "min_samples=20 epoch floor active: dataset has 8 images; drawing 20 samples per epoch"
+expect_in "$WORK/err" "10/10"
+expect_exit 0 train $C class_balanced=true name=balanced
+expect_in "$WORK/err" "class_balanced sampling active: 8 images, drawing 8 samples per epoch"
+
+# val writes the plots into its own run folder
+expect_exit 0 val model=runs/extras/weights/best.pt data=ds/data.yaml imgsz=64 batch=4 save_plots=true project=runs name=valplots
+[ -s runs/valplots/PR_curve.svg ] || fail "val save_plots: no PR_curve.svg"
+
 finish

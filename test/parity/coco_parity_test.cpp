@@ -38,6 +38,14 @@ int main(int argc, char** argv) {
       worst = std::max({worst, std::abs(ours.map50_95 - e["map50_95"].get<double>()),
                         std::abs(ours.map50 - e["map50"].get<double>()), std::abs(ours.recall - e["recall"].get<double>())});
     }
+    // eval_max_det: the same detections under a COCO cap below and above the 10 of AR10
+    for (const auto& capped : c["capped"]) {
+      const int cap = capped["cap"].get<int>();
+      const auto limited = coco_evaluate(c["images"].get<std::vector<std::int64_t>>(), c["categories"].get<std::vector<int>>(), gt, dt, cap);
+      for (int i = 0; i < 12; ++i) worst = std::max(worst, std::abs(limited.stats[i] - capped["stats"][i].get<double>()));
+      worst = std::max(worst, std::abs(limited.recall - capped["recall"].get<double>()));
+      fmt::print("  eval_max_det={}: mAP50-95 {:.4f} (pycocotools {:.4f})\n", cap, limited.stats[0], capped["stats"][0].get<double>());
+    }
     const bool same = worst < 1e-4 && row == result.per_class.size();
     fmt::print("fixture {}: {} gt, {} detections: mAP50-95 {:.4f} (pycocotools {:.4f}), mAP50 {:.4f}, AR100 {:.4f}; max |diff| {:.2g} {}\n",
                index++, gt.size(), dt.size(), result.stats[0], expected["stats"][0].get<double>(), result.stats[1],

@@ -70,6 +70,42 @@ def evaluate(images, gts, dts, categories):
             "recall": float(r[r > -1].mean()), "per_class": per_class}
 
 
+def evaluate_capped(images, gts, dts, categories, cap):
+    """LibreYOLO's eval_max_det: maxDets {1, 10, 100, cap}; AP, AR@cap and the area metrics read
+    at the cap from the accumulated arrays (its COCOEvaluator._standard_stats); recall = AR@100."""
+    coco = COCO()
+    coco.dataset = {
+        "images": [{"id": i} for i in images],
+        "categories": [{"id": c} for c in categories],
+        "annotations": [{"id": k + 1, "image_id": g[0], "category_id": g[1], "bbox": g[2:6], "area": g[4] * g[5],
+                         "iscrowd": 0} for k, g in enumerate(gts)],
+    }
+    coco.createIndex()
+    result = coco.loadRes([{"image_id": d[0], "category_id": d[1], "bbox": d[2:6], "score": d[6]} for d in dts])
+    ev = COCOeval(coco, result, "bbox")
+    ev.params.maxDets = sorted({1, 10, 100, cap})
+    ev.evaluate()
+    ev.accumulate()
+    labels, dets = ev.params.areaRngLbl, ev.params.maxDets
+
+    def mean_valid(values):
+        valid = values[values > -1]
+        return float(valid.mean()) if valid.size else -1.0
+
+    def ap(area="all", thr=None):
+        v = ev.eval["precision"]
+        if thr is not None:
+            v = v[np.flatnonzero(np.isclose(ev.params.iouThrs, thr))]
+        return mean_valid(v[:, :, :, labels.index(area), dets.index(cap)])
+
+    def ar(m, area="all"):
+        return mean_valid(ev.eval["recall"][:, :, labels.index(area), dets.index(m)])
+
+    stats = [ap(), ap(thr=0.5), ap(thr=0.75), ap("small"), ap("medium"), ap("large"),
+             ar(1), ar(10), ar(cap), ar(cap, "small"), ar(cap, "medium"), ar(cap, "large")]
+    return {"stats": stats, "recall": ar(100)}
+
+
 def main() -> int:
     out = pathlib.Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -78,7 +114,8 @@ def main() -> int:
         images, gts, dts = fixture(seed)
         categories = [0, 1, 2, 3, 4, 5]
         cases.append({"images": images, "categories": categories, "gt": gts, "dt": dts,
-                      "expected": evaluate(images, gts, dts, categories)})
+                      "expected": evaluate(images, gts, dts, categories),
+                      "capped": [{"cap": cap, **evaluate_capped(images, gts, dts, categories, cap)} for cap in (5, 15)]})
     (out / "coco.json").write_text(json.dumps(cases))
     print(f"{len(cases)} fixtures, stats[0] " + ", ".join(f"{c['expected']['stats'][0]:.4f}" for c in cases))
     return 0

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/run_dir.h"
 #include "data/training_data.h"
+#include "eval/plots.h"
 #include "eval/validator.h"
 #include "models/checkpoint.h"
 #include "train/trainer.h"
@@ -63,9 +64,16 @@ int run_val(const Arguments& arguments) {
                                 {"metrics/precision", result.pr.mean_precision},
                                 {"metrics/recall", result.pr.mean_recall},
                                 {"stats", c.stats}};
-  if (config.get_bool("save_json")) {
+  std::filesystem::path run_dir;
+  if (config.get_bool("save_json") || config.get_bool("save_plots")) {
     const std::string project = config.source("project") == config::Source::table_default ? "runs/val" : config.get_text("project");
-    const auto run_dir = create_run_dir(project, config.get_text("name"), config.get_bool("exist_ok"));
+    run_dir = create_run_dir(project, config.get_text("name"), config.get_bool("exist_ok"));
+  }
+  if (config.get_bool("save_plots")) {
+    const int written = eval::write_validation_plots(run_dir, result, spec.names, dataset, static_cast<int>(config.get_int("plot_samples")));
+    log::info("save_plots: {} files in {}", written, run_dir.string());
+  }
+  if (config.get_bool("save_json")) {
     nlohmann::json predictions = nlohmann::json::array();
     for (const auto& d : result.detections) {
       const auto& record = dataset.record(static_cast<std::size_t>(d.image));

@@ -149,4 +149,6 @@ std::vector<torch::Tensor> ModelImpl::forward(const torch::Tensor& images) {
   return head_(backbone_(images), !is_training());
 }
 
+std::vector<torch::Tensor> ModelImpl::forward_raw(const torch::Tensor& images) { return head_(backbone_(images), false); }
+
 }  // namespace libreyolo::models::yolox

@@ -70,6 +70,7 @@ class ModelImpl : public torch::nn::Module {
   ModelImpl(std::string_view size, int class_count);
   // Training mode: raw per-level maps; eval mode: objectness and classes through sigmoid.
   std::vector<torch::Tensor> forward(const torch::Tensor& images);
+  std::vector<torch::Tensor> forward_raw(const torch::Tensor& images);  // logits in eval mode too
 
   const SizeSpec& spec() const { return spec_; }
   int class_count() const { return class_count_; }

@@ -1,6 +1,7 @@
 #include "data/dataset.h"
 #include "data/label_scan.h"
 #include "data/loader.h"
+#include "data/sampling.h"
 #include "data/pipeline.h"
 #include "test_images.h"
 
@@ -166,4 +167,37 @@ TEST_CASE("no_aug switch: with mosaic off and no jitter a sample is the letterbo
   CHECK(without.boxes.size() == resized.boxes.size());
   CHECK(with_mosaic.boxes.size() != without.boxes.size());
   fs::remove_all(root);
+}
+
+TEST_CASE("min_samples and class_balanced draw with replacement, reproducibly", "[loader]") {
+  const auto make = [](std::size_t samples, std::vector<double> weights) {
+    return Loader([](std::size_t, int, std::span<const std::size_t>) { return Sample{}; }, 4,
+                  {.batch_size = 2, .workers = 0, .seed = 3, .samples_per_epoch = samples, .weights = std::move(weights)});
+  };
+  const auto floor = make(10, {});
+  CHECK(floor.epoch_order(0).size() == 10);
+  CHECK(floor.batches_per_epoch() == 5);
+  CHECK(floor.epoch_order(1) == floor.epoch_order(1));
+  CHECK(floor.epoch_order(1) != floor.epoch_order(2));
+  const auto weighted = make(0, {0, 0, 1, 0});  // only image 2 can be drawn
+  const auto order = weighted.epoch_order(0);
+  CHECK(order == std::vector<std::size_t>{2, 2, 2, 2});
+  CHECK(make(3, {}).epoch_order(0).size() == 4);  // a floor under the dataset size changes nothing
+}
+
+TEST_CASE("class_balanced weights are LVIS repeat factors", "[loader]") {
+  const auto record = [](std::vector<int> classes) {
+    ImageRecord r{"x.jpg", 10, 10, {}};
+    for (const int c : classes) r.boxes.push_back({c, 0.5f, 0.5f, 0.1f, 0.1f});
+    return r;
+  };
+  const DetectionDataset dataset({record({0}), record({0, 1}), record({0, 2, 2}), record({2}), record({})}, 3, 64, CacheMode::none);
+  const auto weights = repeat_factors(dataset, 3);
+  // 5 images: frequencies 0.6, 0.2, 0.4; median 0.4: class 1 repeats sqrt(0.4 / 0.2), the others 1
+  REQUIRE(weights.size() == 5);
+  CHECK(weights[0] == Approx(1.0));
+  CHECK(weights[1] == Approx(std::sqrt(2.0)));
+  CHECK(weights[2] == Approx(1.0));
+  CHECK(weights[3] == Approx(1.0));
+  CHECK(weights[4] == Approx(1.0));  // background keeps 1
 }
