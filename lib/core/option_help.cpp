@@ -62,6 +62,15 @@ std::string aliases_of(std::string_view key) {
   return text;
 }
 
+// What happens to a key the program does not act on, in words.
+std::string support_note(const OptionSpec& spec) {
+  switch (spec.support) {
+    case Support::logged: return fmt::format("Not acted on: {}; setting it logs one line and the run goes on.", spec.why);
+    case Support::refused: return fmt::format("Not supported: {}; any value but the default is refused (exit 2).", spec.why);
+    default: return {};
+  }
+}
+
 }  // namespace
 
 std::string format_command_help(Command command) {
@@ -76,6 +85,7 @@ std::string format_command_help(Command command) {
       text += fmt::format("  {:<28} {}  [{}]\n", key, spec.help, allowed_values(spec));
       const std::string alias = aliases_of(spec.name);
       if (!alias.empty()) text += fmt::format("  {:<28} (Ultralytics spelling: {})\n", "", alias);
+      if (const std::string note = support_note(spec); !note.empty()) text += fmt::format("  {:<28} {}\n", "", note);
     }
   }
   text += "\nFamily defaults (yolo9, yolox) replace these defaults for keys you do not set; "
@@ -93,6 +103,7 @@ std::string format_man_options(unsigned command) {
                           troff_escape(spec.help), troff_escape(allowed_values(spec)));
       const std::string alias = aliases_of(spec.name);
       if (!alias.empty()) text += fmt::format("Also accepted: {}.\n", troff_escape(alias));
+      if (const std::string note = support_note(spec); !note.empty()) text += troff_escape(note) + "\n";
       if (spec.commands != command) {
         std::string owners;
         for (const Command owner : {command_train, command_val, command_predict, command_profile, command_data, command_info}) {

@@ -55,6 +55,7 @@ class TrainHook {
   virtual void on_train_start(const RunInfo&, const TrainState&) {}
   virtual void before_fetch() {}                 // around the loader's next(): the data wait
   virtual void after_fetch(bool /*got_batch*/) {}
+  virtual void on_step_start(const TrainState&) {}            // a batch is in hand, before to_device
   virtual void on_phase_start(Phase) {}
   virtual void on_phase_end(Phase) {}
   virtual void after_backward(const TrainState&) {}         // a whole accumulation window's gradients are ready
@@ -74,6 +75,7 @@ class HookList {
   void on_train_start(const RunInfo& i, const TrainState& s) { for (auto& h : hooks_) h->on_train_start(i, s); }
   void before_fetch() { for (auto& h : hooks_) h->before_fetch(); }
   void after_fetch(bool got_batch) { for (auto& h : hooks_) h->after_fetch(got_batch); }
+  void on_step_start(const TrainState& s) { for (auto& h : hooks_) h->on_step_start(s); }
   void after_backward(const TrainState& s) { for (auto& h : hooks_) h->after_backward(s); }
   void before_optimizer_step(const TrainState& s) { for (auto& h : hooks_) h->before_optimizer_step(s); }
   void on_step_end(const TrainState& s) { for (auto& h : hooks_) h->on_step_end(s); }

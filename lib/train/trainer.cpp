@@ -274,6 +274,7 @@ void Trainer::train_batches() {
   EpochClock clock;
   while (auto batch = fetch(t_, hooks_, clock)) {
     const bool window_end = state_.batch + 1 - state_.window_start() == state_.window_length();
+    hooks_.on_step_start(state_);
     micro_step(*batch, clock);
     hooks_.on_step_end(state_);
     stop_ = hooks_.should_stop(state_);

@@ -2,12 +2,12 @@
 // then validation (EMA weights), run files, checkpoints (last / best / epoch_N) and patience.
 // Per batch:
 //
-//   fetch ─► to_device ─► step runner (forward + loss, backward) ─► read losses (the one sync)
+//   fetch ─► on_step_start ─► to_device ─► step runner (forward + loss, backward) ─► read losses (the one sync)
 //     └─ at the end of an accumulation window (nbs): after_backward ─► unscale/clip ─►
 //        before_optimizer_step ─► scaler step ─► EMA ─► LR/momentum for the next step
 //   ─► progress ─► on_step_end ─► should_stop
 //
-// Hook points (train/hooks.h): on_train_start, before_fetch / after_fetch, on_phase_start/end
+// Hook points (train/hooks.h): on_train_start, before_fetch / after_fetch, on_step_start, on_phase_start/end
 // (to_device, forward, backward, optimizer), after_backward, before_optimizer_step,
 // on_step_end, should_stop, on_epoch_end, on_checkpoint, on_train_end. The profiler
 // (profile/profiler_hook.h) attaches there; SIGINT / SIGTERM are a hook too: last.pt is saved at
