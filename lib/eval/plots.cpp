@@ -108,11 +108,6 @@ std::string matrix_chart(const std::vector<std::vector<std::int64_t>>& matrix, c
   return svg + "</svg>\n";
 }
 
-double iou(const CocoBox& a, const CocoBox& b) {
-  const double w = std::min(a.x + a.w, b.x + b.w) - std::max(a.x, b.x), h = std::min(a.y + a.h, b.y + b.h) - std::max(a.y, b.y);
-  return w <= 0 || h <= 0 ? 0 : w * h / (a.w * a.h + b.w * b.h - w * h + 1e-7);
-}
-
 bool write_jpeg(const std::filesystem::path& path, const cv::Mat& image) {
   std::vector<unsigned char> bytes;
   if (image.empty() || !cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, 90})) return false;
@@ -140,7 +135,7 @@ std::vector<std::vector<std::int64_t>> confusion_matrix(const std::vector<CocoBo
     std::vector<Match> pairs;
     for (std::size_t g = 0; g < gts.size(); ++g) {
       for (std::size_t d = 0; d < dts.size(); ++d) {
-        const double v = iou(*gts[g], *dts[d]);
+        const double v = box_iou(*gts[g], *dts[d]);
         if (v > iou_threshold) pairs.push_back({g, d, v});
       }
     }

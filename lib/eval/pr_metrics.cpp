@@ -74,6 +74,8 @@ std::vector<double> smooth(const std::vector<double>& y, double f) {
   return out;
 }
 
+}  // namespace
+
 double box_iou(const CocoBox& a, const CocoBox& b) {
   const double w = std::min(a.x + a.w, b.x + b.w) - std::max(a.x, b.x);
   const double h = std::min(a.y + a.h, b.y + b.h) - std::max(a.y, b.y);
@@ -81,8 +83,6 @@ double box_iou(const CocoBox& a, const CocoBox& b) {
   const double inter = w * h;
   return inter / (a.w * a.h + b.w * b.h - inter + 1e-7);
 }
-
-}  // namespace
 
 std::vector<Correct> match_predictions(const std::vector<int>& pred_classes, const std::vector<int>& true_classes,
                                        const std::vector<std::vector<double>>& iou) {

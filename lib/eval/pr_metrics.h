@@ -15,6 +15,9 @@ namespace libreyolo::eval {
 inline constexpr int kIouThresholds = 10;  // 0.50, 0.55, ... 0.95
 using Correct = std::array<bool, kIouThresholds>;
 
+// IoU of two boxes as Ultralytics' box_iou computes it (with its 1e-7 in the denominator).
+double box_iou(const CocoBox& a, const CocoBox& b);
+
 // One image, predictions in descending confidence: `iou[g][p]` between ground truth g and
 // prediction p. Each prediction in turn takes, per threshold, the unclaimed ground truth of its
 // class with the highest IoU, and is correct when that IoU reaches the threshold (Ultralytics 8.4).

@@ -3,6 +3,8 @@
 //   coco_parity_test DIR
 #include "eval/coco_eval.h"
 
+#include "fixture_boxes.h"
+
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -13,14 +15,11 @@ using namespace libreyolo::eval;
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
-  std::ifstream file(std::string(argv[1]) + "/coco.json");
-  const auto cases = nlohmann::json::parse(file);
+  const auto cases = parity::read_cases(argv[1], "coco.json");
   bool ok = true;
   int index = 0;
   for (const auto& c : cases) {
-    std::vector<CocoBox> gt, dt;
-    for (const auto& g : c["gt"]) gt.push_back({g[0].get<std::int64_t>(), g[1].get<int>(), g[2], g[3], g[4], g[5], 1.0});
-    for (const auto& d : c["dt"]) dt.push_back({d[0].get<std::int64_t>(), d[1].get<int>(), d[2], d[3], d[4], d[5], d[6]});
+    const auto [gt, dt] = parity::boxes_of(c);
     const auto result = coco_evaluate(c["images"].get<std::vector<std::int64_t>>(), c["categories"].get<std::vector<int>>(), gt, dt);
     const auto& expected = c["expected"];
     double worst = 0;

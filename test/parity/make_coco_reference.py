@@ -44,7 +44,8 @@ def fixture(seed):
     return images, gts, dts
 
 
-def evaluate(images, gts, dts, categories):
+def coco_eval(images, gts, dts, categories, max_dets=None):
+    """COCOeval on the fixture, evaluated and accumulated."""
     coco = COCO()
     coco.dataset = {
         "images": [{"id": i} for i in images],
@@ -55,8 +56,15 @@ def evaluate(images, gts, dts, categories):
     coco.createIndex()
     result = coco.loadRes([{"image_id": d[0], "category_id": d[1], "bbox": d[2:6], "score": d[6]} for d in dts]) if dts else COCO()
     ev = COCOeval(coco, result, "bbox")
+    if max_dets:
+        ev.params.maxDets = max_dets
     ev.evaluate()
     ev.accumulate()
+    return ev
+
+
+def evaluate(images, gts, dts, categories):
+    ev = coco_eval(images, gts, dts, categories)
     ev.summarize()
     p = ev.eval["precision"][:, :, :, 0, -1]
     r = ev.eval["recall"][:, :, 0, -1]
@@ -73,19 +81,7 @@ def evaluate(images, gts, dts, categories):
 def evaluate_capped(images, gts, dts, categories, cap):
     """LibreYOLO's eval_max_det: maxDets {1, 10, 100, cap}; AP, AR@cap and the area metrics read
     at the cap from the accumulated arrays (its COCOEvaluator._standard_stats); recall = AR@100."""
-    coco = COCO()
-    coco.dataset = {
-        "images": [{"id": i} for i in images],
-        "categories": [{"id": c} for c in categories],
-        "annotations": [{"id": k + 1, "image_id": g[0], "category_id": g[1], "bbox": g[2:6], "area": g[4] * g[5],
-                         "iscrowd": 0} for k, g in enumerate(gts)],
-    }
-    coco.createIndex()
-    result = coco.loadRes([{"image_id": d[0], "category_id": d[1], "bbox": d[2:6], "score": d[6]} for d in dts])
-    ev = COCOeval(coco, result, "bbox")
-    ev.params.maxDets = sorted({1, 10, 100, cap})
-    ev.evaluate()
-    ev.accumulate()
+    ev = coco_eval(images, gts, dts, categories, sorted({1, 10, 100, cap}))
     labels, dets = ev.params.areaRngLbl, ev.params.maxDets
 
     def mean_valid(values):

@@ -4,6 +4,8 @@
 //   pr_parity_test DIR
 #include "eval/pr_metrics.h"
 
+#include "fixture_boxes.h"
+
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -23,23 +25,15 @@ double worst_of(const std::vector<double>& ours, const nlohmann::json& expected)
   return worst;
 }
 
-double iou(const CocoBox& a, const CocoBox& b) {  // as box_iou (float32 there)
-  const double w = std::min(a.x + a.w, b.x + b.w) - std::max(a.x, b.x), h = std::min(a.y + a.h, b.y + b.h) - std::max(a.y, b.y);
-  return w <= 0 || h <= 0 ? 0 : w * h / (a.w * a.h + b.w * b.h - w * h + 1e-7);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
-  std::ifstream file(std::string(argv[1]) + "/pr.json");
-  const auto cases = nlohmann::json::parse(file);
+  const auto cases = parity::read_cases(argv[1], "pr.json");
   bool ok = true;
   int index = 0;
   for (const auto& c : cases) {
-    std::vector<CocoBox> gt, dt;
-    for (const auto& g : c["gt"]) gt.push_back({g[0].get<std::int64_t>(), g[1].get<int>(), g[2], g[3], g[4], g[5], 1.0});
-    for (const auto& d : c["dt"]) dt.push_back({d[0].get<std::int64_t>(), d[1].get<int>(), d[2], d[3], d[4], d[5], d[6]});
+    const auto [gt, dt] = parity::boxes_of(c);
     const auto& expected = c["expected"];
     // the matches, image by image
     int match_mismatches = 0;
@@ -53,7 +47,7 @@ int main(int argc, char** argv) {
       for (const auto& b : d) pred_cls.push_back(b.category);
       for (const auto& b : g) true_cls.push_back(b.category);
       std::vector<std::vector<double>> ious(g.size(), std::vector<double>(d.size()));
-      for (std::size_t i = 0; i < g.size(); ++i) for (std::size_t j = 0; j < d.size(); ++j) ious[i][j] = iou(g[i], d[j]);
+      for (std::size_t i = 0; i < g.size(); ++i) for (std::size_t j = 0; j < d.size(); ++j) ious[i][j] = box_iou(g[i], d[j]);
       const auto correct = match_predictions(pred_cls, true_cls, ious);
       for (std::size_t j = 0; j < correct.size(); ++j) {
         for (int t = 0; t < kIouThresholds; ++t) match_mismatches += correct[j][static_cast<std::size_t>(t)] != (m["correct"][j][t].get<int>() != 0);

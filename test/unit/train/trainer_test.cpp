@@ -9,6 +9,7 @@
 #include "test_util.h"
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <unistd.h>
 
@@ -25,23 +26,32 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
+// A fresh YOLOv9-t for the synthetic classes, written as a checkpoint after `change` (if any)
+// has edited its tensors. Returns the tensors written.
+models::NamedTensors write_yolo9t_checkpoint(const fs::path& path, const std::function<void(at::Tensor&)>& change = {}) {
+  auto built = models::load_model("yolo9-t", 4);
+  models::Checkpoint checkpoint;
+  checkpoint.family = "yolo9";
+  checkpoint.size = "t";
+  checkpoint.class_count = 4;
+  checkpoint.names = data::synth_class_names();
+  checkpoint.model = models::state_dict(*built.model.module);
+  if (change) {
+    for (auto& [name, tensor] : checkpoint.model) change(tensor);
+  }
+  models::write_checkpoint(path, checkpoint);
+  return checkpoint.model;
+}
+
 }  // namespace
 
 TEST_CASE("A NaN loss stops training with a runtime error after saving last.pt", "[trainer]") {
   TempDir dir;
   const auto synth = data::write_synthetic_dataset({.out = dir.path / "ds", .train_images = 8, .val_images = 4, .image_size = 64});
   // A checkpoint whose weights are all NaN: the first loss is NaN.
-  auto built = models::load_model("yolo9-t", 4);
-  models::Checkpoint poisoned;
-  poisoned.family = "yolo9";
-  poisoned.size = "t";
-  poisoned.class_count = 4;
-  poisoned.names = data::synth_class_names();
-  poisoned.model = models::state_dict(*built.model.module);
-  for (auto& [name, tensor] : poisoned.model) {
+  write_yolo9t_checkpoint(dir.path / "nan.pt", [](at::Tensor& tensor) {
     if (at::isFloatingType(tensor.scalar_type())) tensor = at::full_like(tensor, std::nan(""));
-  }
-  models::write_checkpoint(dir.path / "nan.pt", poisoned);
+  });
   const std::vector<std::string> arguments{"model=" + (dir.path / "nan.pt").string(), "data=" + synth.yaml.string(),
                                            "epochs=1", "batch=4", "imgsz=64", "workers=0", "quiet=true"};
   const auto config = models::parse_arguments(config::command_train, arguments);
@@ -61,14 +71,7 @@ TEST_CASE("A NaN loss stops training with a runtime error after saving last.pt",
 TEST_CASE("freeze=2 keeps the first two layer groups (weights and BatchNorm statistics) as they started", "[trainer]") {
   TempDir dir;
   const auto synth = data::write_synthetic_dataset({.out = dir.path / "ds", .train_images = 8, .val_images = 4, .image_size = 64});
-  auto start = models::load_model("yolo9-t", 4);
-  models::Checkpoint initial;
-  initial.family = "yolo9";
-  initial.size = "t";
-  initial.class_count = 4;
-  initial.names = data::synth_class_names();
-  initial.model = models::state_dict(*start.model.module);
-  models::write_checkpoint(dir.path / "start.pt", initial);
+  const models::NamedTensors initial = write_yolo9t_checkpoint(dir.path / "start.pt");
   const std::vector<std::string> arguments{"model=yolo9-t", "pretrained=" + (dir.path / "start.pt").string(),
                                            "data=" + synth.yaml.string(), "epochs=1", "batch=4", "imgsz=64", "workers=0",
                                            "aux_weight=0", "warmup_epochs=0", "quiet=true", "freeze=2"};
@@ -82,7 +85,7 @@ TEST_CASE("freeze=2 keeps the first two layer groups (weights and BatchNorm stat
   std::map<std::string, at::Tensor> after;
   for (const auto& entry : train_model->toGenericDict()) after[entry.key().toStringRef()] = entry.value().toTensor();
   int frozen = 0, moved = 0;
-  for (const auto& [name, before] : initial.model) {
+  for (const auto& [name, before] : initial) {
     if (!at::isFloatingType(before.scalar_type()) || !after.count(name)) continue;
     const bool same = at::equal(before, after.at(name));
     if (name.rfind("backbone.conv0.", 0) == 0 || name.rfind("backbone.conv1.", 0) == 0) {
