@@ -2,6 +2,7 @@
 
 #include "core/atomic_file.h"
 #include "core/log.h"
+#include "core/parallel.h"
 #include "data/image_io.h"
 
 #include <fmt/format.h>
@@ -10,7 +11,6 @@
 #include <atomic>
 #include <fstream>
 #include <sys/stat.h>
-#include <thread>
 
 namespace libreyolo::data {
 
@@ -171,16 +171,7 @@ ScanResult scan_images(const std::vector<fs::path>& images, int class_count, con
   }
 
   std::vector<Outcome> outcomes(images.size());
-  std::atomic<std::size_t> next{0};
-  const auto work = [&] {
-    for (std::size_t i = next++; i < images.size(); i = next++) outcomes[i] = check_one(images[i], class_count);
-  };
-  {
-    std::vector<std::jthread> threads;
-    const int count = std::max(1, std::min<int>(options.threads, static_cast<int>(images.size())));
-    for (int t = 1; t < count; ++t) threads.emplace_back(work);
-    work();
-  }
+  parallel_for(images.size(), options.threads, [&](std::size_t i) { outcomes[i] = check_one(images[i], class_count); });
   for (auto& outcome : outcomes) {
     if (!outcome.message.empty()) result.messages.push_back(outcome.message);
     if (!outcome.kept) {

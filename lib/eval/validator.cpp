@@ -1,5 +1,6 @@
 #include "eval/validator.h"
 
+#include "core/parallel.h"
 #include "data/val_batches.h"
 #include "eval/nms.h"
 
@@ -11,7 +12,6 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
-#include <thread>
 
 namespace libreyolo::eval {
 
@@ -74,14 +74,8 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
     const cv::Size shape = plan.shapes[b];
     std::vector<data::ValSample> samples(indices.size());
     // letterbox in parallel: decoding is the expensive part
-    std::vector<std::thread> threads;
-    const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(options_.workers, indices.size()));
-    for (std::size_t w = 0; w < workers; ++w) {
-      threads.emplace_back([&, w] {
-        for (std::size_t i = w; i < indices.size(); i += workers) samples[i] = data::letterbox_for_validation(dataset_, indices[i], shape);
-      });
-    }
-    for (auto& t : threads) t.join();
+    parallel_for(indices.size(), options_.workers,
+                 [&](std::size_t i) { samples[i] = data::letterbox_for_validation(dataset_, indices[i], shape); });
     at::Tensor batch = at::empty({static_cast<std::int64_t>(indices.size()), shape.height, shape.width, 3}, at::kByte);
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const cv::Mat& image = samples[i].sample.image;  // BGR, continuous

@@ -342,12 +342,19 @@ bool Trainer::end_epoch() {
   if (final_epoch && precise_bn_ > 0) precise_batch_norm(t_, state_, precise_bn_);
   std::optional<eval::Validation> validation;
   if (t_.validator && ((eval_interval_ > 0 && (epoch + 1) % eval_interval_ == 0) || final_epoch)) {
-    validation = validate(t_.evaluated_model());
+    try {
+      validation = validate(t_.evaluated_model());
+    } catch (const std::exception&) {  // the epoch's weights are kept before the error goes on
+      record_.save(record_.last(), epoch, 0);
+      record_.status("failed", epoch + 1, -1);
+      log::warn("validation after epoch {} failed; {} holds the epoch's weights", epoch + 1, record_.last().string());
+      throw;
+    }
   }
   const bool is_best = validation && take_validation(*validation);
   if (validation && final_epoch && save_plots_) write_plots(*validation);
+  record_.save(record_.last(), epoch, 0);  // first: results.csv never has a row that no checkpoint holds
   record_.add_epoch(epoch_row(state_.epoch_seconds, state_.data_share, is_best, validation));
-  record_.save(record_.last(), epoch, 0);
   if (is_best) {
     record_.save(record_.weights_dir() / "best.pt", epoch, 0);
     log::info("New best model saved - Epoch {}: {}={:.4f}", epoch + 1, state_.metric_name, state_.best_metric);
