@@ -4,11 +4,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -65,6 +67,25 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
     stream.flush();
     if (!stream) throw RuntimeError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
   });
+}
+
+int remove_stale_temporaries(const std::filesystem::path& folder) {
+  std::error_code error;
+  int removed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    const auto marker = name.rfind(".tmp.");
+    if (name.empty() || name.front() != '.' || marker == std::string::npos) continue;
+    const std::string rest = name.substr(marker + 5);  // <pid>.<n>
+    const auto dot = rest.find('.');
+    if (dot == std::string::npos) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(rest.substr(0, dot).c_str(), &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    const bool alive = ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+    if (!alive && std::filesystem::remove(entry.path(), error)) ++removed;
+  }
+  return removed;
 }
 
 bool folder_marked_read_only(const std::filesystem::path& folder) {

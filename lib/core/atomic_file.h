@@ -15,6 +15,10 @@ void write_atomically(const std::filesystem::path& path,
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 
+// Removes the temporaries write_atomically leaves in `folder` when a process is killed with -9
+// (".<name>.tmp.<pid>.<n>" of a pid that no longer runs). Returns how many.
+int remove_stale_temporaries(const std::filesystem::path& folder);
+
 // True for an existing folder without any write bit: a read-only dataset, which caches leave
 // untouched even when the process is root (who could write anyway).
 bool folder_marked_read_only(const std::filesystem::path& folder);

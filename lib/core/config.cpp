@@ -206,16 +206,41 @@ Config Config::from_arguments(Command command, std::span<const std::string> argu
   for (const auto& token : tokens) {
     if (token.key != "cfg") config.apply_token(token.key, token.text, Source::command_line, "");
   }
-  config.refuse_unsupported();
   config.apply_family_defaults(identify);
+  config.refuse_unsupported();
+  config.round_image_size();
   return config;
+}
+
+// As Ultralytics' check_imgsz: a size that is not a multiple of the largest stride (32) is
+// rounded up, with a note.
+void Config::round_image_size() {
+  constexpr int stride = 32;
+  const std::size_t index = index_of("imgsz");
+  if (!(option_table()[index].commands & command_)) return;
+  ImageSize size = get_image_size("imgsz");
+  const auto up = [](int side) { return (side + stride - 1) / stride * stride; };
+  if (size.height % stride == 0 && size.width % stride == 0) return;
+  const std::string before = format_value(values_[index]);
+  size = {up(size.height), up(size.width)};
+  values_[index] = size;
+  notes_.push_back(fmt::format("imgsz={} must be a multiple of the maximum stride {}: updated to {}", before, stride,
+                               format_value(values_[index])));
 }
 
 bool Config::differs_from_default(std::string_view key) const {
   const std::size_t index = index_of(key);
   if (sources_[index] != Source::cfg_file && sources_[index] != Source::command_line) return false;
   const OptionSpec& spec = option_table()[index];
-  return values_[index] != parse_value(spec, spec.default_value);
+  // A cfg file (a run's train_config.yaml) repeats the family's values: those are no request.
+  std::string_view fallback = spec.default_value;
+  const std::string sized = family_.empty() ? std::string() : fmt::format("{}-{}", family_, size_);
+  for (const auto& entry : family_overrides()) {
+    if (sources_[index] == Source::cfg_file && entry.key == key && !family_.empty() && (entry.scope == family_ || entry.scope == sized)) {
+      fallback = entry.value;
+    }
+  }
+  return values_[index] != parse_value(spec, fallback);
 }
 
 // Keys whose feature we do not have (Support::refused) take only their default: anything else

@@ -55,7 +55,8 @@ class Config {
   const std::string& family() const { return family_; }
   const std::string& size() const { return size_; }
 
-  // Keys the user set (command line or cfg file) to something other than the table default.
+  // Keys the user set to something other than the default: on the command line the table's, in a
+  // cfg file (such as a run's train_config.yaml, which repeats the family's values) the family's.
   bool differs_from_default(std::string_view key) const;
   // Keys the user set that the program accepts but does not act on (Support::logged), for the
   // one log line each owes: "key=value".
@@ -74,6 +75,7 @@ class Config {
   void apply_token(std::string_view key, std::string_view text, Source source, std::string_view context);
   void apply_family_defaults(const ModelIdentifier& identify);
   void refuse_unsupported() const;
+  void round_image_size();
 
   Command command_;
   std::vector<Value> values_;   // indexed like option_table()

@@ -46,7 +46,7 @@ Box box_from_row(const std::vector<double>& row, int class_count, int line_numbe
   if (cls >= class_count) {
     throw CorruptLabel(fmt::format("line {}: label class {} exceeds dataset class count {}; possible class labels are "
                                    "0-{}",
-                                   line_number, static_cast<long>(cls), class_count, class_count - 1));
+                                   line_number, fmt::format("{:.0f}", cls), class_count, class_count - 1));
   }
   Box box;
   box.cls = static_cast<int>(cls);

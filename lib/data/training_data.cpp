@@ -30,6 +30,11 @@ ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int wor
 TrainingData load_training_data(const config::Config& config) {
   TrainingData data;
   data.spec = load_dataset_spec(config.get_text("data"));
+  if (data.spec.train.empty()) {
+    throw DataError(fmt::format("{}: the key 'train' is missing; training needs it: a folder of images, a .txt list of "
+                                "image paths, or a list of those (relative to 'path')",
+                                data.spec.yaml_file.string()));
+  }
   if (config.get_bool("single_cls")) data.spec.merge_classes();
   const int workers = static_cast<int>(config.get_int("workers"));
   ScanResult scan = scan_split(data.spec, "train", workers);

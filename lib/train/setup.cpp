@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <thread>
 
 namespace libreyolo::train {
 
@@ -191,6 +192,10 @@ void set_up_model(Training& t) {
 
 void set_up_optimizer(Training& t, const TrainState& state) {
   const auto& config = t.config;
+  if (config.get_text("optimizer") == "sgd" && config.get_bool("nesterov") && config.get_real("momentum") <= 0) {
+    throw UsageError(fmt::format("nesterov=true needs momentum > 0 (momentum={}); set a momentum such as 0.937, or nesterov=false",
+                                 config.get_real("momentum")));
+  }
   const auto groups = parameter_groups(*t.model().module);
   t.optimizer = make_optimizer(groups, {.name = config.get_text("optimizer"),
                                         .lr0 = config.get_real("lr0"),
@@ -273,6 +278,10 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   t->batch_size = static_cast<int>(config.get_int("batch"));
   if (t->batch_size < 1) throw UsageError("batch must be ≥ 1 (batch=-1, AutoBatch, needs a GPU and is not built yet)");
   t->workers = static_cast<int>(config.get_int("workers"));
+  if (const int cpus = static_cast<int>(std::thread::hardware_concurrency()); cpus > 0 && t->workers > cpus) {
+    log::info("workers={} capped at the {} CPUs of this machine", t->workers, cpus);  // as Ultralytics
+    t->workers = cpus;
+  }
   t->resume = config.get_text("resume") == "true";
   t->multi_scale = config.get_bool("multi_scale");
 

@@ -1,6 +1,6 @@
-// SIGINT / SIGTERM during training: the handler only records the signal; this hook turns it
-// into a stop request, which the loop carries out at the end of the accumulation window by
-// saving last.pt and ending with 130 / 143. The previous handlers come back when it is destroyed.
+// SIGINT / SIGTERM / SIGHUP during training: the handler only records the signal; this hook turns
+// it into a stop request, which the loop carries out at the end of the accumulation window by
+// saving last.pt and ending with 128 + the signal (130 / 143 / 129). The previous handlers come back when it is destroyed.
 #pragma once
 
 #include "train/hooks.h"
@@ -22,7 +22,7 @@ class SignalStopHook final : public TrainHook {
 
  private:
   using Handler = void (*)(int);
-  Handler previous_int_, previous_term_;
+  Handler previous_int_, previous_term_, previous_hup_;
   std::int64_t stop_after_batches_ = -1;
   std::int64_t batches_ = 0;
 };

@@ -64,6 +64,11 @@ class RunRecord {
     hooks_.on_checkpoint(state_, c);
     models::write_checkpoint(path, c);
   }
+  nlohmann::ordered_json failed_status() const {
+    return {{"state", "failed"}, {"epoch", state_.epoch + 1}, {"batch", state_.batch}, {"epochs", state_.epochs},
+            {"elapsed_s", elapsed()}, {"best_epoch", state_.best_epoch}, {"best_metric_name", state_.metric_name},
+            {"best_metric", state_.best_metric}, {"device", t_.device.str()}, {"save_dir", run_dir_.string()}};
+  }
   void status(const std::string& state, int epoch_done, double eta) const {
     files_.write_status({{"state", state}, {"epoch", epoch_done}, {"epochs", state_.epochs},
                          {"elapsed_s", elapsed()}, {"eta_s", eta}, {"best_epoch", state_.best_epoch},
@@ -71,6 +76,13 @@ class RunRecord {
                          {"device", t_.device.str()}, {"save_dir", run_dir_.string()}});
   }
   void add_epoch(const nlohmann::ordered_json& row) { files_.add_epoch(row); }
+  // status.json and train.log say that the run failed, where, and why.
+  void failed(const std::string& message) const {
+    auto status = failed_status();
+    status["message"] = message;
+    files_.write_status(status);
+    log::to_file(fmt::format("ERROR: {}", message));
+  }
 
  private:
   Training& t_;
@@ -205,16 +217,21 @@ class Trainer {
                            .workers = t_.workers, .run_dir = run_dir_},
                           state_);
     record_.status("running", state_.start_epoch, -1);
-    for (state_.epoch = state_.start_epoch; state_.epoch < state_.epochs && !stop_; ++state_.epoch) {
-      begin_epoch();
-      train_batches();  // until the epoch ends or a hook asks to stop
-      if (stop_) {
-        carry_out_stop();
-        break;
+    try {
+      for (state_.epoch = state_.start_epoch; state_.epoch < state_.epochs && !stop_; ++state_.epoch) {
+        begin_epoch();
+        train_batches();  // until the epoch ends or a hook asks to stop
+        if (stop_) {
+          carry_out_stop();
+          break;
+        }
+        if (end_epoch()) break;  // validation, run files, checkpoints; true: patience ran out
       }
-      if (end_epoch()) break;  // validation, run files, checkpoints; true: patience ran out
+      return finish();
+    } catch (const std::exception& error) {  // any failure: the run folder says so, then main reports it
+      record_.failed(error.what());
+      throw;
     }
-    return finish();
   }
 
  private:
@@ -300,7 +317,6 @@ void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
   const std::vector<double> losses = read_losses(terms, state_.loss_names);
   if (!std::isfinite(losses[0])) {
     record_.save(record_.last(), state_.epoch - 1, state_.batch);
-    record_.status("failed", state_.epoch, -1);
     throw RuntimeError(fmt::format("training diverged: the loss is {} at epoch {}, batch {}; {} holds the weights "
                                    "from before this step. Lower lr0, check the labels, or train in float32 (amp=false)",
                                    losses[0], state_.epoch + 1, state_.batch + 1, record_.last().string()));
@@ -346,7 +362,6 @@ bool Trainer::end_epoch() {
       validation = validate(t_.evaluated_model());
     } catch (const std::exception&) {  // the epoch's weights are kept before the error goes on
       record_.save(record_.last(), epoch, 0);
-      record_.status("failed", epoch + 1, -1);
       log::warn("validation after epoch {} failed; {} holds the epoch's weights", epoch + 1, record_.last().string());
       throw;
     }

@@ -19,9 +19,57 @@ expect_exit 3 train model=yolo9-t data=ds/data.yaml epochs=1 batch=4 imgsz=64 wo
 expect_in "$WORK/err" "000000.png"
 expect_in "$WORK/err" "validation after epoch 1 failed; runs/a/weights/last.pt holds the epoch's weights"
 expect_in runs/a/status.json '"state": "failed"'
+expect_in runs/a/status.json '"message": "'
+expect_in runs/a/train.log "ERROR: "
 [ -s runs/a/weights/last.pt ] || fail "no last.pt after a failed validation"
 expect_exit 0 info model=runs/a/weights/last.pt --json
 expect_in "$WORK/out" '"nc":4'
 [ ! -e runs/a/results.csv ] || [ "$(wc -l < runs/a/results.csv)" -le 1 ] || fail "results.csv has a row for the failed epoch"
+
+# resume=path/to/last.pt resumes that run (Ultralytics' spelling); a temporary a kill -9 left is removed
+good=runs/good
+expect_exit 0 train model=yolo9-t data=ds/data.yaml epochs=1 batch=4 imgsz=64 workers=1 aux_weight=0 val=false project=runs name=good
+: > "$good/weights/.last.pt.tmp.2147480000.0"
+expect_exit 0 train resume="$good/weights/last.pt" epochs=2
+expect_in "$WORK/err" "Resuming from $good/weights/last.pt: epoch 2"
+expect_in "$WORK/err" "Removed 1 temporary file(s)"
+[ ! -e "$good/weights/.last.pt.tmp.2147480000.0" ] || fail "the stale temporary is still there"
+expect_in "$good/status.json" '"state": "completed"'
+
+# commands that fail before training starts leave no run folder
+expect_exit 2 train model=yolo9-t data=ds/data.yaml epochs=1 batch=0 imgsz=64 project=orphans name=a
+expect_exit 2 train model=yolo9-t data=ds/data.yaml epochs=1 imgsz=64 device=cuda:0 project=orphans name=b
+mkdir -p empty/images/train empty/images/val
+printf 'path: %s\ntrain: images/train\nval: images/val\nnames: [a]\n' "$PWD/empty" > empty/data.yaml
+expect_exit 3 train model=yolo9-t data=empty/data.yaml epochs=1 imgsz=64 project=orphans name=c
+[ -z "$(ls -A orphans 2>/dev/null)" ] || fail "orphan run folders: $(ls orphans)"
+expect_exit 2 train model=yolo9-t data=ds/data.yaml epochs=1 imgsz=64 project=runs name=.. exist_ok=true
+expect_in "$WORK/err" "name='..' is not valid"
+
+# bad input refused early with its code: nesterov without momentum (2), a YAML without train: (3);
+# an odd imgsz is rounded up to the stride, workers capped at the CPUs
+expect_exit 2 train model=yolo9-t data=ds/data.yaml epochs=1 imgsz=64 momentum=-0 project=orphans name=d
+expect_in "$WORK/err" "nesterov=true needs momentum > 0"
+printf 'path: %s\nval: images/val\nnames: [a, b, c, d]\n' "$PWD/ds" > notrain.yaml
+expect_exit 3 train model=yolo9-t data=notrain.yaml epochs=1 imgsz=64 project=orphans name=e
+expect_in "$WORK/err" "the key 'train' is missing"
+[ -z "$(ls -A orphans 2>/dev/null)" ] || fail "orphan run folders: $(ls orphans)"
+expect_exit 0 train model=yolo9-t data=ds/data.yaml epochs=1 batch=4 imgsz=33 workers=1000 val=false project=runs name=odd
+expect_in "$WORK/err" "imgsz=33 must be a multiple of the maximum stride 32: updated to 64"
+expect_in "$WORK/err" "workers=1000 capped at the"
+expect_in runs/odd/train_config.yaml "imgsz: 64"
+
+# two processes in one run folder: the second is refused while the first trains
+"$LIBREYOLO" train model=yolo9-t data=ds/data.yaml epochs=300 batch=4 imgsz=64 workers=1 aux_weight=0 val=false \
+  project=runs name=busy exist_ok=true quiet=true >/dev/null 2>&1 &
+first=$!
+for _ in $(seq 100); do grep -q '"running"' runs/busy/status.json 2>/dev/null && break; sleep 0.2; done
+expect_exit 2 train model=yolo9-t data=ds/data.yaml epochs=1 imgsz=64 project=runs name=busy exist_ok=true
+expect_in "$WORK/err" "another libreyolo process (pid $first) is training in runs/busy"
+kill -TERM "$first"
+for _ in $(seq 150); do kill -0 "$first" 2>/dev/null || break; sleep 0.2; done
+kill -KILL "$first" 2>/dev/null && fail "the first run did not stop on SIGTERM"
+wait "$first"; [ $? -eq 143 ] || fail "the first run did not end with 143"
+expect_in runs/busy/status.json '"state": "interrupted"'
 
 finish

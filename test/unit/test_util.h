@@ -18,6 +18,10 @@ inline std::string read_all(const std::filesystem::path& path) {
   return buffer.str();
 }
 
+inline void write_all(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
 inline std::int64_t parameter_count(torch::nn::Module& module) {
   std::int64_t total = 0;
   for (const auto& parameter : module.parameters()) total += parameter.numel();

@@ -35,8 +35,14 @@ int run_train(const Arguments& arguments) {
     fmt::print("{}", config::format_command_help(config::command_train));
     return 0;
   }
-  auto config = models::parse_arguments(config::command_train, arguments);
+  Arguments given(arguments);
+  auto config = models::parse_arguments(config::command_train, given);
   log::set_quiet(config.get_bool("quiet"));
+  if (const std::string resume = config.get_text("resume"); resume != "true" && resume != "false") {
+    // resume=runs/train/exp/weights/last.pt (Ultralytics): model= that checkpoint, resume=true
+    given.insert(given.end(), {"model=" + resume, "resume=true"});
+    config = models::parse_arguments(config::command_train, given);
+  }
   if (config.get_text("resume") == "true") {
     // The run's own train_config.yaml first, then what this command line says.
     const auto run_config = std::filesystem::path(config.get_text("model")).parent_path().parent_path() / "train_config.yaml";
@@ -45,7 +51,7 @@ int run_train(const Arguments& arguments) {
                                    run_config.string()));
     }
     Arguments with_run{"cfg=" + run_config.string()};
-    with_run.insert(with_run.end(), arguments.begin(), arguments.end());
+    with_run.insert(with_run.end(), given.begin(), given.end());
     config = models::parse_arguments(config::command_train, with_run);
   }
   for (const auto& note : config.notes()) log::info("{}", note);
@@ -58,17 +64,37 @@ int run_train(const Arguments& arguments) {
   (void)data::load_dataset_spec(config.get_text("data"));
   const bool resume = config.get_text("resume") == "true";
   std::filesystem::path run_dir;
+  bool created = false;  // by this command: removed again when training never started
   if (resume) {  // continue in the checkpoint's run folder: runs/train/exp/weights/last.pt -> runs/train/exp
     run_dir = std::filesystem::path(config.get_text("model")).parent_path().parent_path();
-    if (run_dir.empty() || !std::filesystem::is_directory(run_dir)) run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), false);
+    if (run_dir.empty() || !std::filesystem::is_directory(run_dir)) {
+      run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), false);
+      created = true;
+    }
   } else {
+    const bool existed = config.get_bool("exist_ok") &&
+                         std::filesystem::exists(std::filesystem::path(config.get_text("project")) / config.get_text("name"));
     run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), config.get_bool("exist_ok"));
-    write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
+    created = !existed;
   }
+  const RunLock lock(run_dir);
+  for (const auto& folder : {run_dir, run_dir / "weights"}) {
+    if (const int stale = remove_stale_temporaries(folder)) log::info("Removed {} temporary file(s) a killed run left in {}", stale, folder.string());
+  }
+  if (!resume) write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
   log::info("Logging results to {}", run_dir.string());
   train::HookList hooks;
   if (auto profiler = profile::make_profiler_hook(config)) hooks.add(std::move(profiler));
-  const auto outcome = train::run_training(config, run_dir, hooks);
+  train::TrainOutcome outcome;
+  try {
+    outcome = train::run_training(config, run_dir, hooks);
+  } catch (...) {
+    // A command that fails before training starts (no GPU, batch=0, an empty image folder)
+    // leaves no run folder behind.
+    std::error_code ignored;
+    if (created && !std::filesystem::exists(run_dir / "weights")) std::filesystem::remove_all(run_dir, ignored);
+    throw;
+  }
   if (config.get_bool("json")) fmt::print("{}\n", outcome.result.dump());
   return outcome.exit_code;
 }

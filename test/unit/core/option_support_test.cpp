@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,11 @@ TEST_CASE("A logged key set by the user is listed once for its log line; default
   CHECK(listed({"model=yolo9-t"}).empty());  // YOLOv9's family default sync_bn=true is no request
   CHECK(listed({"model=yolo9-t", "cuda_graph=false"}).empty());
   CHECK(listed({"model=yolo9-t", "cuda_graph=true", "sync_bn=true"}) == std::vector<std::string>{"cuda_graph", "sync_bn"});
+  // a run's train_config.yaml repeats YOLOv9's sync_bn=true: a resumed run logs nothing for it
+  const auto cfg = fs::temp_directory_path() / ("libreyolo_support_" + std::to_string(::getpid()) + ".yaml");
+  test_util::write_all(cfg, "sync_bn: true\ncuda_graph: false\n");
+  CHECK(listed({"model=yolo9-t", "cfg=" + cfg.string()}).empty());
+  fs::remove(cfg);
 }
 
 TEST_CASE("Module layering: core does not reach into models, train does not know the profiler", "[support]") {

@@ -56,6 +56,8 @@ TEST_CASE("corrupt rows say why", "[labels]") {
   CHECK(reason("0 0.5 0.5 0.2").find("5 columns") != std::string::npos);
   CHECK(reason("0 0.5 0.5 0.2 0.2 0.1").find("6 columns") != std::string::npos);
   CHECK(reason("80 0.5 0.5 0.2 0.2").find("exceeds dataset class count 80") != std::string::npos);
+  // a 20-digit class is named as written, not as an overflowed integer
+  CHECK(reason("12345678901234567890 0.5 0.5 0.2 0.2").find("label class 12345678901234567168 exceeds") != std::string::npos);
   CHECK(reason("3 0.5 0.5 0.2 0.2", 3).find("possible class labels are 0-2") != std::string::npos);
   CHECK(reason("-1 0.5 0.5 0.2 0.2").find("negative class") != std::string::npos);
   CHECK(reason("1.5 0.5 0.5 0.2 0.2").find("not an integer") != std::string::npos);
