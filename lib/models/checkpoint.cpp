@@ -261,7 +261,7 @@ config::Config parse_arguments(config::Command command, std::span<const std::str
   });
 }
 
-LoadedModel load_model(const std::string& spec, int class_count, std::optional<Checkpoint>* checkpoint_out) {
+LoadedModel load_model(const std::string& spec, int class_count, std::optional<Checkpoint>* checkpoint_out, bool note_dropped) {
   const ModelName name = parse_model_name(spec);
   LoadedModel loaded;
   if (!name.is_file) {
@@ -286,7 +286,7 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   const Family& model_family = family(loaded.name.family);
   // YOLOv9 training checkpoints (LibreYOLO's and ours) hold the PGI auxiliary branch (aux.*,
   // aux_head.*) too: a training-only path that inference drops. Resume reads it from the file itself.
-  if (std::erase_if(tensors, [&](const auto& item) { return model_family.is_training_only_tensor(item.first); }) > 0) {
+  if (std::erase_if(tensors, [&](const auto& item) { return model_family.is_training_only_tensor(item.first); }) > 0 && note_dropped) {
     log::info("{}: the PGI auxiliary branch (aux.*, aux_head.*) is training-only and not loaded", path.filename().string());
   }
   // A YOLOv9 checkpoint is read at the class-tower width it holds: the formula's for its nc (the

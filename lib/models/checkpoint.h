@@ -78,6 +78,9 @@ struct LoadedModel {
 // given and then under weights/. A missing file is a ModelError (exit 4) saying where the
 // official weights are published. With `checkpoint`, a weights file's contents (extras included)
 // are handed back too, so callers need not read it again.
-LoadedModel load_model(const std::string& spec, int class_count, std::optional<Checkpoint>* checkpoint = nullptr);
+// `note_dropped`: log that training-only tensors (YOLOv9's PGI branch) were not loaded; a
+// resumed training, which restores them itself, says false.
+LoadedModel load_model(const std::string& spec, int class_count, std::optional<Checkpoint>* checkpoint = nullptr,
+                       bool note_dropped = true);
 
 }  // namespace libreyolo::models

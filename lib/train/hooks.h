@@ -8,6 +8,7 @@
 #include "train/train_state.h"
 
 #include <c10/core/Device.h>
+#include <torch/nn/module.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -32,6 +33,8 @@ struct RunInfo {
   std::string amp_dtype;
   int workers = 0;
   std::filesystem::path run_dir;
+  // The trained network, for hooks that work on its parameters or gradients (a gradient reducer).
+  torch::nn::Module* model = nullptr;
 };
 
 // The timed parts of one micro-step, in order.

@@ -51,6 +51,27 @@ void log_ignored_keys(const config::Config& config, const c10::Device& device) {
   }
 }
 
+void load_run_state(Training& t, TrainState& state, const models::Checkpoint& checkpoint, bool weights) {
+  if (weights) {
+    const auto* train_model = checkpoint.extra("train_model");
+    std::map<std::string, at::Tensor> raw, averaged(checkpoint.model.begin(), checkpoint.model.end());
+    if (train_model && train_model->isGenericDict()) {
+      for (const auto& entry : train_model->toGenericDict()) raw.emplace(entry.key().toStringRef(), entry.value().toTensor());
+    }
+    models::load_state_dict(*t.model().module, raw.empty() ? averaged : raw, /*strict=*/false);
+    if (t.ema) models::load_state_dict(*t.ema_model.module, averaged, /*strict=*/false);
+  }
+  if (t.ema) {
+    if (const auto* updates = checkpoint.extra("ema_updates"); updates && updates->isInt()) t.ema->set_updates(updates->toInt());
+  }
+  state.read(checkpoint);
+  if (const auto* saved = checkpoint.extra("optimizer"); saved && !saved->isNone()) load_optimizer_state(*t.optimizer, *saved);
+  if (const auto* s = checkpoint.extra("scaler"); s && s->isGenericDict()) {
+    const auto d = s->toGenericDict();
+    t.scaler->load_state({d.at("scale").toDouble(), d.at("growth_tracker").toInt()});
+  }
+}
+
 void Training::apply_schedule(std::int64_t iteration) {
   set_learning_rate(*optimizer, schedule->lr(iteration));
   if (const auto m = schedule->momentum(iteration)) set_momentum(*optimizer, *m);
@@ -126,7 +147,7 @@ void set_up_data(Training& t) {
 void set_up_model(Training& t) {
   const auto& config = t.config;
   models::LoadedModel& loaded = t.loaded;
-  loaded = models::load_model(config.get_text("model"), t.class_count, &t.checkpoint);
+  loaded = models::load_model(config.get_text("model"), t.class_count, &t.checkpoint, /*note_dropped=*/!t.resume);
   if (loaded.class_count != t.class_count) {  // pretrained weights for another class count: keep the backbone
     const auto pretrained = models::state_dict(*loaded.model.module);
     loaded.model = models::build_model(loaded.name, t.class_count, loaded.class_hidden);
@@ -250,12 +271,7 @@ void set_up_amp(Training& t) {
 // Optimizer, scaler and RNG from the checkpoint a resumed run continues.
 void restore_resume_state(Training& t, TrainState& state) {
   const models::Checkpoint& checkpoint = *t.checkpoint;
-  state.read(checkpoint);
-  if (const auto* saved = checkpoint.extra("optimizer")) load_optimizer_state(*t.optimizer, *saved);
-  if (const auto* s = checkpoint.extra("scaler"); s && s->isGenericDict()) {
-    const auto d = s->toGenericDict();
-    t.scaler->load_state({d.at("scale").toDouble(), d.at("growth_tracker").toInt()});
-  }
+  load_run_state(t, state, checkpoint, /*weights=*/false);  // set_up_model loaded the weights
   if (const auto* rng = checkpoint.extra("rng_state"); rng && rng->isGenericDict() && rng->toGenericDict().contains("torch")) {
     at::Generator generator = at::globalContext().defaultGenerator(c10::kCPU);
     generator.set_state(rng->toGenericDict().at("torch").toTensor());

@@ -76,6 +76,10 @@ struct Training {
 // metric when resuming). Throws the library's errors for bad keys, data or weights.
 std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state);
 
+// A checkpoint of this run back into the training: with `weights`, train_model into the model and
+// model into the EMA; the EMA's update count, optimizer, loss scaler and train state always.
+void load_run_state(Training& training, TrainState& state, const models::Checkpoint& checkpoint, bool weights);
+
 // One log line for each key the user set that is accepted but not acted on (Support::logged),
 // saying why: "cuda_graph=true ignored (device is not CUDA); training runs eager".
 void log_ignored_keys(const config::Config& config, const c10::Device& device);

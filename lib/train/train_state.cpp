@@ -43,6 +43,7 @@ void TrainState::write(models::Checkpoint& c, int epoch_done, std::int64_t batch
   c.set_extra("best_metric_key", metric_name);
   c.set_extra("best_metric_value", best_metric);
   if (std::isfinite(last_epoch_loss)) c.set_extra("loss", last_epoch_loss);
+  c.set_extra("train_seconds", train_seconds);
 }
 
 void TrainState::read(const models::Checkpoint& c) {
@@ -57,6 +58,7 @@ void TrainState::read(const models::Checkpoint& c) {
   start_epoch = static_cast<int>(int_of("epoch", -1)) + 1;
   start_batch = int_of("epoch_batches_done", 0);
   best_map50_95 = real_of("best_mAP50_95", -1);
+  train_seconds = real_of("train_seconds", 0);
   best_map50 = real_of("best_mAP50", -1);
   best_epoch = static_cast<int>(int_of("best_epoch", 0));
   const auto* key = c.extra("best_metric_key");

@@ -41,6 +41,7 @@ struct TrainState {
   std::int64_t seen = 0;
   double last_epoch_loss = std::nan("");
   double epoch_seconds = 0, data_share = 0;  // the last epoch's time and share spent waiting for data
+  double train_seconds = 0;  // the run's training time so far, across resumes (saved in checkpoints)
 
   std::int64_t steps_per_epoch() const { return (batches_per_epoch + accumulate - 1) / accumulate; }
   // The accumulation window of the next batch (batch = the batches done): its first batch and length.

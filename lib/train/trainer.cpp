@@ -46,6 +46,28 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Training went non-finite (loss, gradients, weights or BatchNorm statistics): the loop reloads
+// the last good state, at most three times (as Ultralytics 8.4).
+struct Divergence : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
+
+// The name of the first tensor holding a NaN or an infinity, if any.
+std::optional<std::string> first_non_finite(const models::NamedTensors& tensors) {
+  for (const auto& [name, tensor] : tensors) {
+    if (at::isFloatingType(tensor.scalar_type()) && !at::isfinite(tensor).all().item<bool>()) return name;
+  }
+  return std::nullopt;
+}
+
+models::NamedTensors tensors_of(const c10::IValue& dict) {
+  models::NamedTensors out;
+  if (dict.isGenericDict()) {
+    for (const auto& entry : dict.toGenericDict()) out.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
+  }
+  return out;
+}
+
 // The run folder's files and checkpoints, and the run's clock.
 class RunRecord {
  public:
@@ -57,13 +79,26 @@ class RunRecord {
 
   const fs::path& weights_dir() const { return weights_; }
   fs::path last() const { return weights_ / "last.pt"; }
-  double elapsed() const { return seconds_since(started_); }
+  // The run's training time: this process's plus what the checkpoint it resumed from had.
+  double elapsed() const { return earlier_ + session(); }
+  double session() const { return seconds_since(started_); }
 
+  // Never writes non-finite weights or statistics: a Divergence instead, and the file stays as it was.
   void save(const fs::path& path, int epoch_done, std::int64_t batches_done) {
+    state_.train_seconds = elapsed();
     models::Checkpoint c = make_checkpoint(t_, state_, epoch_done, batches_done);
+    auto bad = first_non_finite(c.model);
+    if (const auto* raw = c.extra("train_model"); !bad && raw) bad = first_non_finite(tensors_of(*raw));
+    if (bad) {
+      throw Divergence(fmt::format("non-finite values in {} after epoch {}, batch {} ({} not written)", *bad, state_.epoch + 1,
+                                   state_.batch, path.filename().string()));
+    }
     hooks_.on_checkpoint(state_, c);
     models::write_checkpoint(path, c);
+    if (path == last()) wrote_last_ = true;
   }
+  // last.pt is this run's own: written by this process, or the checkpoint a resumed run continues.
+  bool has_own_last() const { return wrote_last_ || (t_.resume && fs::exists(last())); }
   nlohmann::ordered_json failed_status() const {
     return {{"state", "failed"}, {"epoch", state_.epoch + 1}, {"batch", state_.batch}, {"epochs", state_.epochs},
             {"elapsed_s", elapsed()}, {"best_epoch", state_.best_epoch}, {"best_metric_name", state_.metric_name},
@@ -91,6 +126,8 @@ class RunRecord {
   fs::path run_dir_, weights_;
   RunFiles files_;
   Clock::time_point started_ = Clock::now();
+  double earlier_ = state_.train_seconds;
+  bool wrote_last_ = false;
 };
 
 // The epoch's timing for the progress line and the data-wait warning.
@@ -136,12 +173,25 @@ at::Tensor network_input(const Training& t, const at::Tensor& images, const Trai
 }
 
 // The logged values of a step in one device-to-host transfer (the step's only sync): total first.
-std::vector<double> read_losses(const models::LossTerms& terms, const std::vector<std::string>& names) {
+// With `gradients_finite` defined, its value comes last (1 or 0).
+std::vector<double> read_losses(const models::LossTerms& terms, const std::vector<std::string>& names,
+                                const at::Tensor& gradients_finite) {
   std::vector<at::Tensor> logged{terms.total.detach().reshape({}).to(at::kFloat)};
   for (const auto& n : names) logged.push_back(terms.part(n).reshape({}).to(at::kFloat));
+  if (gradients_finite.defined()) logged.push_back(gradients_finite.reshape({}).to(at::kFloat));
   const at::Tensor values = at::stack(logged).cpu();
   const float* v = values.data_ptr<float>();
   return {v, v + values.numel()};
+}
+
+// Whether every gradient is finite, as a device scalar (no sync here).
+at::Tensor gradients_finite(torch::nn::Module& module) {
+  std::vector<at::Tensor> grads;
+  for (const auto& p : module.parameters()) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return at::ones({}, at::kBool);
+  return at::stack(at::_foreach_norm(grads)).isfinite().all();
 }
 
 // Unscale and clip (when asked), step through the scaler, EMA, then the next step's LR.
@@ -193,6 +243,18 @@ double metric_value(const eval::Validation& v, const std::string& name) {
   return v.coco.map50_95();
 }
 
+// A deep copy of a checkpoint's tensors (state dicts alias the live weights).
+models::Checkpoint snapshot(models::Checkpoint c) {
+  for (auto& [name, tensor] : c.model) tensor = tensor.clone();
+  if (const auto* raw = c.extra("train_model")) {
+    c10::impl::GenericDict copy(c10::StringType::get(), c10::TensorType::get());
+    for (const auto& [name, tensor] : tensors_of(*raw)) copy.insert(name, tensor.clone());
+    c.set_extra("train_model", copy);
+  }
+  c.set_extra("optimizer", c10::IValue());  // nothing to restore before the first step
+  return c;
+}
+
 // The loop and its stages. run() is the whole shape; each stage is a method below.
 class Trainer {
  public:
@@ -209,23 +271,30 @@ class Trainer {
         save_plots_(config.get_bool("save_plots")) {
     hooks_.add(std::make_unique<SignalStopHook>());
     if (const auto n = config.get_int("average_best"); n > 0) set_up_average(static_cast<int>(n));
+    if (!record_.has_own_last()) start_ = snapshot(make_checkpoint(t_, state_, state_.start_epoch - 1, state_.start_batch));
   }
 
   TrainOutcome run() {
     hooks_.on_train_start({.device = t_.device, .model_name = t_.model().display_name, .batch = t_.batch_size,
                            .image_size = t_.image_size, .autocast = t_.autocast, .amp_dtype = config_.get_text("amp_dtype"),
-                           .workers = t_.workers, .run_dir = run_dir_},
+                           .workers = t_.workers, .run_dir = run_dir_, .model = t_.model().module.get()},
                           state_);
     record_.status("running", state_.start_epoch, -1);
     try {
-      for (state_.epoch = state_.start_epoch; state_.epoch < state_.epochs && !stop_; ++state_.epoch) {
-        begin_epoch();
-        train_batches();  // until the epoch ends or a hook asks to stop
-        if (stop_) {
-          carry_out_stop();
-          break;
+      state_.epoch = state_.start_epoch;
+      while (state_.epoch < state_.epochs && !stop_) {
+        try {
+          begin_epoch();
+          train_batches();  // until the epoch ends or a hook asks to stop
+          if (stop_) {
+            carry_out_stop();
+            break;
+          }
+          if (end_epoch()) break;  // validation, run files, checkpoints; true: patience ran out
+          ++state_.epoch;
+        } catch (const Divergence& divergence) {
+          recover(divergence);  // back to the last good state; the epoch runs again
         }
-        if (end_epoch()) break;  // validation, run files, checkpoints; true: patience ran out
       }
       return finish();
     } catch (const std::exception& error) {  // any failure: the run folder says so, then main reports it
@@ -236,6 +305,7 @@ class Trainer {
 
  private:
   void begin_epoch();
+  void recover(const Divergence& divergence);
   void train_batches();
   void micro_step(const data::Batch& batch, EpochClock& clock);
   void carry_out_stop();
@@ -264,9 +334,32 @@ class Trainer {
   std::optional<BestAverage> average_;
   std::optional<StopRequest> stop_;
   bool stopped_early_ = false;
+  int recoveries_ = 0;
+  int first_epoch_ = state_.start_epoch;  // the first epoch this process trains
+  std::optional<models::Checkpoint> start_;  // the starting state, while no last.pt of this run exists
   ProgressValues shown_;
   nlohmann::ordered_json last_metrics_;
 };
+
+// Reloads the last good state (last.pt of this run, else the starting state) and runs the epoch
+// again; a fourth divergence ends the run.
+void Trainer::recover(const Divergence& divergence) {
+  const bool from_last = record_.has_own_last();
+  if (++recoveries_ > 3) {
+    throw RuntimeError(fmt::format("training diverged again after 3 recoveries ({}); {}. Lower lr0, check the labels, or "
+                                   "train in float32 (amp=false)",
+                                   divergence.what(),
+                                   from_last ? fmt::format("{} holds the last good weights", record_.last().string())
+                                             : std::string("no checkpoint was written")));
+  }
+  log::warn("{}: reloading {} and training on (recovery {}/3)", divergence.what(),
+            from_last ? record_.last().string() : std::string("the starting weights"), recoveries_);
+  const models::Checkpoint good = from_last ? models::read_checkpoint(record_.last()) : *start_;
+  t_.optimizer->state().clear();  // a checkpoint written before the first step holds none
+  load_run_state(t_, state_, good, /*weights=*/true);
+  t_.apply_schedule(state_.optimizer_steps);
+  state_.epoch = state_.start_epoch;
+}
 
 void Trainer::begin_epoch() {
   const int epoch = state_.epoch;
@@ -314,15 +407,20 @@ void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
     targets = models::pad_targets(batch.targets, x.size(0), x.size(3), x.size(2)).to(t_.device);
   }
   const models::LossTerms terms = runner_.run(x, targets, static_cast<double>(window));
-  const std::vector<double> losses = read_losses(terms, state_.loss_names);
+  // a float16 loss scaler skips steps with overflowed gradients itself; otherwise they are divergence
+  const bool window_end = state_.batch + 1 - window_start == window;
+  const at::Tensor grads_ok = window_end && !t_.scaler->enabled() ? gradients_finite(*t_.model().module) : at::Tensor();
+  std::vector<double> losses = read_losses(terms, state_.loss_names, grads_ok);
   if (!std::isfinite(losses[0])) {
-    record_.save(record_.last(), state_.epoch - 1, state_.batch);
-    throw RuntimeError(fmt::format("training diverged: the loss is {} at epoch {}, batch {}; {} holds the weights "
-                                   "from before this step. Lower lr0, check the labels, or train in float32 (amp=false)",
-                                   losses[0], state_.epoch + 1, state_.batch + 1, record_.last().string()));
+    throw Divergence(fmt::format("the loss is {} at epoch {}, batch {}", std::isnan(losses[0]) ? "nan" : fmt::format("{}", losses[0]),
+                                 state_.epoch + 1, state_.batch + 1));
+  }
+  if (grads_ok.defined()) {
+    if (losses.back() == 0) throw Divergence(fmt::format("non-finite gradients at epoch {}, batch {}", state_.epoch + 1, state_.batch + 1));
+    losses.pop_back();
   }
   ++state_.batch;
-  if (state_.batch - window_start == window) optimizer_step(t_, state_, hooks_);
+  if (window_end) optimizer_step(t_, state_, hooks_);
   state_.add_losses(losses[0], {losses.begin() + 1, losses.end()});
   clock.images += x.size(0);
   shown_ = {.epoch = state_.epoch + 1, .epochs = state_.epochs,
@@ -377,7 +475,7 @@ bool Trainer::end_epoch() {
   if (save_period_ > 0 && (epoch + 1) % save_period_ == 0) {
     record_.save(record_.weights_dir() / fmt::format("epoch_{}.pt", epoch + 1), epoch, 0);
   }
-  const double per_epoch = record_.elapsed() / (epoch + 1 - state_.start_epoch);
+  const double per_epoch = record_.session() / std::max(1, epoch + 1 - first_epoch_);
   record_.status("running", epoch + 1, per_epoch * (state_.epochs - epoch - 1));
   hooks_.on_epoch_end(state_);
   if (patience_ > 0 && state_.best_epoch > 0 && (epoch + 1) - state_.best_epoch >= patience_) {
@@ -522,7 +620,7 @@ TrainOutcome Trainer::finish() {
   hooks_.on_train_end(state_, result);
   if (!stop_) {
     record_.status("completed", state_.epoch, 0);
-    log::info("Training complete: {} epochs in {:.3f}h", state_.epoch - state_.start_epoch, record_.elapsed() / 3600);
+    log::info("Training complete: {} epochs in {:.3f}h", state_.epoch, record_.elapsed() / 3600);
     if (state_.best_epoch) {
       log::info("Best mAP50: {:.4f}, mAP50-95: {:.4f} (epoch {})", state_.best_map50, state_.best_map50_95, state_.best_epoch);
     }

@@ -28,10 +28,14 @@ expect_in "$WORK/out" '"nc":4'
 
 # resume=path/to/last.pt resumes that run (Ultralytics' spelling); a temporary a kill -9 left is removed
 good=runs/good
-expect_exit 0 train model=yolo9-t data=ds/data.yaml epochs=1 batch=4 imgsz=64 workers=1 aux_weight=0 val=false project=runs name=good
+expect_exit 0 train model=yolo9-t data=ds/data.yaml epochs=1 batch=4 imgsz=64 workers=1 val=false project=runs name=good
 : > "$good/weights/.last.pt.tmp.2147480000.0"
 expect_exit 0 train resume="$good/weights/last.pt" epochs=2
 expect_in "$WORK/err" "Resuming from $good/weights/last.pt: epoch 2"
+expect_in "$WORK/err" "Training complete: 2 epochs"  # the run's epochs, not this process's
+grep -q "PGI auxiliary branch" "$WORK/err" && fail "the PGI note is printed although resume restores the branch"
+t1=$(sed -n 2p "$good/results.csv" | cut -d, -f2); t2=$(sed -n 3p "$good/results.csv" | cut -d, -f2)
+awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(b > a) }' || fail "the time column restarted on resume ($t1, then $t2)"
 expect_in "$WORK/err" "Removed 1 temporary file(s)"
 [ ! -e "$good/weights/.last.pt.tmp.2147480000.0" ] || fail "the stale temporary is still there"
 expect_in "$good/status.json" '"state": "completed"'

@@ -45,10 +45,10 @@ models::NamedTensors write_yolo9t_checkpoint(const fs::path& path, const std::fu
 
 }  // namespace
 
-TEST_CASE("A NaN loss stops training with a runtime error after saving last.pt", "[trainer]") {
+TEST_CASE("Weights that stay NaN: three recoveries, then a clear failure and no NaN checkpoint", "[trainer]") {
   TempDir dir;
   const auto synth = data::write_synthetic_dataset({.out = dir.path / "ds", .train_images = 8, .val_images = 4, .image_size = 64});
-  // A checkpoint whose weights are all NaN: the first loss is NaN.
+  // A checkpoint whose weights are all NaN: every loss is NaN, and so is the starting state.
   write_yolo9t_checkpoint(dir.path / "nan.pt", [](at::Tensor& tensor) {
     if (at::isFloatingType(tensor.scalar_type())) tensor = at::full_like(tensor, std::nan(""));
   });
@@ -61,11 +61,52 @@ TEST_CASE("A NaN loss stops training with a runtime error after saving last.pt",
     train::run_training(config, dir.path / "run", hooks);
     FAIL("training on NaN weights did not stop");
   } catch (const RuntimeError& error) {
-    CHECK_THAT(error.what(), Catch::Contains("training diverged"));
+    CHECK_THAT(error.what(), Catch::Contains("training diverged again after 3 recoveries") &&
+                                 Catch::Contains("the loss is nan") && Catch::Contains("no checkpoint was written"));
     CHECK(static_cast<int>(error.exit_code()) == 1);
   }
-  CHECK(fs::exists(dir.path / "run" / "weights" / "last.pt"));
-  CHECK_THAT(test_util::read_all(dir.path / "run" / "status.json"), Catch::Contains("\"failed\""));
+  CHECK_FALSE(fs::exists(dir.path / "run" / "weights" / "last.pt"));  // no file of NaN
+  const std::string status = test_util::read_all(dir.path / "run" / "status.json");
+  CHECK_THAT(status, Catch::Contains("\"failed\"") && Catch::Contains("\"message\""));
+  CHECK_THAT(test_util::read_all(dir.path / "run" / "train.log"), Catch::Contains("(recovery 3/3)"));
+}
+
+// Fills one weight tensor with NaN once, at a given step: a transient divergence.
+struct PoisonOnce : train::TrainHook {
+  std::int64_t at_step;
+  torch::nn::Module* model = nullptr;
+  std::int64_t steps = 0;
+  explicit PoisonOnce(std::int64_t step) : at_step(step) {}
+  void on_train_start(const train::RunInfo& run, const train::TrainState&) override { model = run.model; }
+  void on_step_start(const train::TrainState&) override {
+    if (++steps != at_step) return;
+    at::NoGradGuard no_grad;
+    model->parameters().front().fill_(std::nan(""));
+  }
+};
+
+TEST_CASE("A transient NaN: the last good last.pt is reloaded and training goes on", "[trainer]") {
+  TempDir dir;
+  const auto synth = data::write_synthetic_dataset({.out = dir.path / "ds", .train_images = 8, .val_images = 4, .image_size = 64});
+  const std::vector<std::string> arguments{"model=yolo9-t", "data=" + synth.yaml.string(), "epochs=3", "batch=4", "imgsz=64",
+                                           "workers=0", "aux_weight=0", "val=false", "quiet=true"};
+  const auto config = models::parse_arguments(config::command_train, arguments);
+  fs::create_directories(dir.path / "run");
+  train::HookList hooks;
+  hooks.add(std::make_unique<PoisonOnce>(4));  // the second batch of epoch 2 (2 batches an epoch)
+  const auto outcome = train::run_training(config, dir.path / "run", hooks);
+  CHECK(outcome.exit_code == 0);
+  CHECK(outcome.result["state"] == "completed");
+  CHECK(outcome.result["epochs_completed"] == 3);
+  const std::string log = test_util::read_all(dir.path / "run" / "train.log");
+  CHECK_THAT(log, Catch::Contains("reloading") && Catch::Contains("last.pt") && Catch::Contains("(recovery 1/3)"));
+  const auto last = models::read_checkpoint(dir.path / "run" / "weights" / "last.pt");
+  for (const auto& [name, tensor] : last.model) {
+    if (at::isFloatingType(tensor.scalar_type())) {
+      INFO(name);
+      CHECK(at::isfinite(tensor).all().item<bool>());
+    }
+  }
 }
 
 TEST_CASE("freeze=2 keeps the first two layer groups (weights and BatchNorm statistics) as they started", "[trainer]") {
