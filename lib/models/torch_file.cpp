@@ -6,6 +6,9 @@
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -498,10 +501,16 @@ void write_torch_file(const std::filesystem::path& path, const c10::IValue& valu
   pickler.dump(value);
   write_atomically(path, [&](const std::filesystem::path& temporary) {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw RuntimeError(fmt::format("{}: cannot write", temporary.string()));
+    if (!out) throw RuntimeError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+    // The writer is never told of a failed write: it would throw, and throw again from its
+    // destructor while unwinding (std::terminate). The first error is kept and raised below.
+    int write_error = 0;
     caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, std::size_t size) -> std::size_t {
-      out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-      return out ? size : 0;
+      if (!write_error) {
+        out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+        if (!out) write_error = errno ? errno : EIO;
+      }
+      return size;
     });
     writer.writeRecord("data.pkl", pickler.bytes.data(), pickler.bytes.size());
     writer.writeRecord(".format_version", "1", 1);
@@ -513,7 +522,12 @@ void write_torch_file(const std::filesystem::path& path, const c10::IValue& valu
     }
     writer.writeEndOfFile();
     out.close();
-    if (!out) throw RuntimeError(fmt::format("{}: write failed (disk full?)", temporary.string()));
+    if (!write_error && !out) write_error = errno ? errno : EIO;
+    if (write_error) {
+      throw RuntimeError(fmt::format("cannot write {}: {}; the previous file, if any, is unchanged. Free some space, or "
+                                     "point project= at a disk with room",
+                                     path.string(), std::strerror(write_error)));
+    }
   });
 }
 

@@ -63,6 +63,16 @@ expect_in "$WORK/err" "imgsz=33 must be a multiple of the maximum stride 32: upd
 expect_in "$WORK/err" "workers=1000 capped at the"
 expect_in runs/odd/train_config.yaml "imgsz: 64"
 
+# a full disk while writing a checkpoint (a file-size limit stands in for it): a clear error, exit 1,
+# status.json failed, no temporary left, no crash
+( trap '' XFSZ; ulimit -f 4096; exec "$LIBREYOLO" train model=yolo9-t data=ds/data.yaml epochs=2 batch=4 imgsz=64 workers=1 \
+    val=false project=runs name=full ) >"$WORK/out" 2>"$WORK/err"
+code=$?
+[ "$code" -eq 1 ] || fail "a failed checkpoint write exited $code, expected 1"
+expect_in "$WORK/err" "cannot write runs/full/weights/last.pt: File too large"
+expect_in runs/full/status.json '"state": "failed"'
+[ -z "$(ls -A runs/full/weights)" ] || fail "left in weights/: $(ls -A runs/full/weights)"
+
 # two processes in one run folder: the second is refused while the first trains
 "$LIBREYOLO" train model=yolo9-t data=ds/data.yaml epochs=300 batch=4 imgsz=64 workers=1 aux_weight=0 val=false \
   project=runs name=busy exist_ok=true quiet=true >/dev/null 2>&1 &
