@@ -36,6 +36,11 @@ Outcome check_one(const fs::path& image, int class_count) {
     if (info.width < kMinimumSide || info.height < kMinimumSide) {
       throw CorruptImage(fmt::format("image size {}x{} < {} pixels", info.width, info.height, kMinimumSide));
     }
+    if (static_cast<std::int64_t>(info.width) * info.height > kMaximumPixels) {
+      throw CorruptImage(fmt::format("{}x{} = {} pixels, over the {}-pixel limit (PIL's MAX_IMAGE_PIXELS): a decompression "
+                                     "bomb, or an image to resize",
+                                     info.width, info.height, static_cast<std::int64_t>(info.width) * info.height, kMaximumPixels));
+    }
     outcome.record.width = info.width;
     outcome.record.height = info.height;
     if (info.truncated) {

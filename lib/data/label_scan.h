@@ -11,6 +11,10 @@
 
 namespace libreyolo::data {
 
+// PIL's MAX_IMAGE_PIXELS: a larger image is skipped by the scan (a decompression bomb, or a photo
+// that wants resizing), before anything decodes it.
+inline constexpr std::int64_t kMaximumPixels = 89478485;
+
 struct ImageRecord {
   std::filesystem::path image;
   int width = 0;  // upright size in pixels
@@ -38,7 +42,7 @@ struct ScanOptions {
   bool use_cache = true;
 };
 
-inline constexpr int kLabelCacheVersion = 1;
+inline constexpr int kLabelCacheVersion = 2;  // 2: the pixel limit
 
 ScanResult scan_images(const std::vector<std::filesystem::path>& images, int class_count,
                        const ScanOptions& options = {});

@@ -9,7 +9,7 @@ import glob, os, struct, zlib
 def chunk(kind, data):
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 image = sorted(glob.glob("ds/images/val/*.jpg"))[0]
-header = struct.pack(">IIBBBBB", 20000, 20000, 8, 2, 0, 0, 0)  # 20000 x 20000 RGB, data cut short
+header = struct.pack(">IIBBBBB", 2000, 2000, 8, 2, 0, 0, 0)  # 2000 x 2000 RGB, data cut short
 with open(image[:-4] + ".png", "wb") as out:
     out.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 1000)[:50]) + chunk(b"IEND", b""))
 os.remove(image)
@@ -85,5 +85,18 @@ for _ in $(seq 150); do kill -0 "$first" 2>/dev/null || break; sleep 0.2; done
 kill -KILL "$first" 2>/dev/null && fail "the first run did not stop on SIGTERM"
 wait "$first"; [ $? -eq 143 ] || fail "the first run did not end with 143"
 expect_in runs/busy/status.json '"state": "interrupted"'
+
+# a decompression bomb (a 20000 x 20000 PNG header) is skipped by the scan with a warning, before decoding
+python3 - <<'PY'
+import struct, zlib
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+with open("ds/images/train/bomb.png", "wb") as out:
+    out.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 20000, 20000, 8, 2, 0, 0, 0))
+              + chunk(b"IDAT", zlib.compress(b"\0" * 1000)) + chunk(b"IEND", b""))
+PY
+expect_exit 0 data check data=ds/data.yaml
+expect_in "$WORK/out" "1 corrupt"
+expect_in "$WORK/out" "20000x20000 = 400000000 pixels, over the 89478485-pixel limit"
 
 finish
