@@ -32,6 +32,14 @@ expect_in "$WORK/err" "Class     Images  Instances"
 [ -s runs/val/v/predictions.json ] || fail "no predictions.json"
 expect_in runs/val/v/predictions.json '"category_id"'
 
+# predict names an unreadable image and goes on with the others; all unreadable is a data error (3)
+mkdir -p mixed bad && cp ds/images/val/*.jpg mixed/ && echo "not an image" > mixed/zz_broken.jpg && echo "no" > bad/a.jpg
+expect_exit 0 predict model="$run/weights/last.pt" source=mixed imgsz=64 name=mixed
+expect_in "$WORK/err" "skipped mixed/zz_broken.jpg: cannot identify image file"
+expect_in "$WORK/err" "(1 unreadable skipped)"
+expect_exit 3 predict model="$run/weights/last.pt" source=bad imgsz=64 name=bad
+expect_in "$WORK/err" "none of the 1 images could be read (the first: bad/a.jpg)"
+
 # predict: drawn images and YOLO txt rows for each source image
 expect_exit 0 predict model="$run/weights/last.pt" source=ds/images/val imgsz=64 conf=0.000001 name=p
 n=$(ls runs/predict/p/*.jpg 2>/dev/null | wc -l)

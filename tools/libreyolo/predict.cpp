@@ -54,8 +54,22 @@ int run_predict(const Arguments& arguments) {
   nlohmann::json all = nlohmann::json::array();
   std::int64_t total = 0;
   const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> skipped;  // unreadable files: named, and the others go on
   for (const auto& path : images) {
-    const cv::Mat image = data::decode_image(path);
+    cv::Mat image;
+    const auto skip = [&](const std::exception& error) {
+      log::warn("skipped {}: {}", path.string(), error.what());
+      skipped.push_back(path.string());
+    };
+    try {
+      image = data::decode_image(path);
+    } catch (const data::CorruptImage& error) {
+      skip(error);
+      continue;
+    } catch (const DataError& error) {
+      skip(error);
+      continue;
+    }
     const double gain = std::min(static_cast<double>(size) / image.cols, static_cast<double>(size) / image.rows);
     cv::Mat resized;
     cv::resize(image, resized, cv::Size(std::max(1, static_cast<int>(std::round(image.cols * gain))),
@@ -99,8 +113,14 @@ int run_predict(const Arguments& arguments) {
     log::info("{}: {} detections", path.filename().string(), d.size(0));
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  log::info("{} images, {} detections in {:.2f}s; results saved to {}", images.size(), total, seconds, run_dir.string());
-  if (config.get_bool("json")) fmt::print("{}\n", nlohmann::json{{"save_dir", run_dir.string()}, {"detections", all}}.dump());
+  if (skipped.size() == images.size()) {
+    throw DataError(fmt::format("source={}: none of the {} images could be read (the first: {})", source, images.size(), skipped.front()));
+  }
+  log::info("{} images, {} detections in {:.2f}s; results saved to {}{}", images.size() - skipped.size(), total, seconds,
+            run_dir.string(), skipped.empty() ? "" : fmt::format(" ({} unreadable skipped)", skipped.size()));
+  if (config.get_bool("json")) {
+    fmt::print("{}\n", nlohmann::json{{"save_dir", run_dir.string()}, {"detections", all}, {"skipped", skipped}}.dump());
+  }
   return 0;
 }
 
