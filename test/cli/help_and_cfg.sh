@@ -24,8 +24,10 @@ expect_in "$WORK/out" "scheduler: \"linear\""
 [ -e dry ] && fail "dry_run created the project folder"
 
 # key=value and --key value give the same configuration; leading `detect` is accepted
-"$LIBREYOLO" cfg epochs=5 imgsz=320 amp=false >a.txt 2>/dev/null
-"$LIBREYOLO" detect cfg --epochs 5 --imgsz 320 --no-amp >b.txt 2>/dev/null
+"$LIBREYOLO" cfg epochs=5 imgsz=320 amp=false >a.txt 2>/dev/null; code_a=$?
+"$LIBREYOLO" detect cfg --epochs 5 --imgsz 320 --no-amp >b.txt 2>/dev/null; code_b=$?
+[ "$code_a" -eq 0 ] && [ "$code_b" -eq 0 ] || fail "cfg exited $code_a and $code_b, expected 0 and 0"
+expect_in a.txt "epochs                   5"
 cmp -s a.txt b.txt || fail "key=value and --key value resolved differently"
 # info: the published parameter counts and GFLOPs
 expect_exit 0 info model=yolox-n

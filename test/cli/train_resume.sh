@@ -27,5 +27,6 @@ PY
 columns runs/straight/results.csv > straight.txt
 columns runs/cut/results.csv > cut.txt
 cat straight.txt
+[ "$(wc -l < straight.txt)" -eq 3 ] || fail "results.csv of the uninterrupted run did not give 3 epochs (is python3 there?)"
 if ! diff straight.txt cut.txt; then fail "resumed run differs from the uninterrupted one"; fi
 finish

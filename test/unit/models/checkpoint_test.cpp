@@ -47,7 +47,12 @@ std::vector<at::Tensor> eval_outputs(DetectionModel& model, const at::Tensor& in
 }
 
 void check_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i], b[i]));
+  REQUIRE(!a.empty());
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].sizes() == b[i].sizes());
+    CHECK(at::equal(a[i], b[i]));
+  }
 }
 
 std::string message_of(const std::function<void()>& run) {
