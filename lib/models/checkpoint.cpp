@@ -254,6 +254,20 @@ ModelName identify_model(const std::string& spec) {
   return name;
 }
 
+c10::IValue tensor_dict(const NamedTensors& tensors) {
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor);
+  return dict;
+}
+
+NamedTensors tensors_of(const c10::IValue& dict) {
+  NamedTensors out;
+  if (dict.isGenericDict()) {
+    for (const auto& entry : dict.toGenericDict()) out.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
+  }
+  return out;
+}
+
 config::Config parse_arguments(config::Command command, std::span<const std::string> arguments) {
   return config::Config::from_arguments(command, arguments, [](const std::string& model) {
     const ModelName name = identify_model(model);

@@ -37,6 +37,11 @@ struct Checkpoint {
   void set_extra(const std::string& key, c10::IValue value);
 };
 
+// A state dict as a checkpoint value ({name: tensor} in order, as `train_model` holds it) and back;
+// a value that is not a dict gives no tensors.
+c10::IValue tensor_dict(const NamedTensors& tensors);
+NamedTensors tensors_of(const c10::IValue& dict);
+
 // COCO's 80 names for nc=80, else class_0 … class_{nc-1} (LibreYOLO's build_class_names).
 std::vector<std::string> default_class_names(int class_count);
 

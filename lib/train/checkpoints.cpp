@@ -9,12 +9,6 @@ namespace libreyolo::train {
 
 namespace {
 
-c10::IValue state_dict_value(torch::nn::Module& module) {
-  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
-  for (const auto& [name, tensor] : models::state_dict(module)) dict.insert(name, tensor);
-  return dict;
-}
-
 c10::IValue config_value(const config::Config& config) {
   c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
   const YAML::Node root = YAML::Load(config.to_yaml());
@@ -43,7 +37,7 @@ models::Checkpoint make_checkpoint(Training& t, const TrainState& state, int epo
   c.model = models::state_dict(*t.evaluated_model().module);  // written detached, on the CPU
   state.write(c, epoch_done, batches_done);
   c.set_extra("optimizer", optimizer_state(*t.optimizer));
-  c.set_extra("train_model", state_dict_value(*t.model().module));
+  c.set_extra("train_model", models::tensor_dict(models::state_dict(*t.model().module)));
   c.set_extra("is_ema_weights", static_cast<bool>(t.ema));
   if (t.ema) c.set_extra("ema_updates", t.ema->updates());
   c.set_extra("config", config_value(t.config));

@@ -54,10 +54,9 @@ void log_ignored_keys(const config::Config& config, const c10::Device& device) {
 void load_run_state(Training& t, TrainState& state, const models::Checkpoint& checkpoint, bool weights) {
   if (weights) {
     const auto* train_model = checkpoint.extra("train_model");
-    std::map<std::string, at::Tensor> raw, averaged(checkpoint.model.begin(), checkpoint.model.end());
-    if (train_model && train_model->isGenericDict()) {
-      for (const auto& entry : train_model->toGenericDict()) raw.emplace(entry.key().toStringRef(), entry.value().toTensor());
-    }
+    const models::NamedTensors raw_tensors = train_model ? models::tensors_of(*train_model) : models::NamedTensors{};
+    const std::map<std::string, at::Tensor> raw(raw_tensors.begin(), raw_tensors.end());
+    const std::map<std::string, at::Tensor> averaged(checkpoint.model.begin(), checkpoint.model.end());
     models::load_state_dict(*t.model().module, raw.empty() ? averaged : raw, /*strict=*/false);
     if (t.ema) models::load_state_dict(*t.ema_model.module, averaged, /*strict=*/false);
   }
@@ -100,12 +99,6 @@ std::size_t load_matching(torch::nn::Module& module, const models::NamedTensors&
     ++loaded;
   }
   return loaded;
-}
-
-models::NamedTensors named_tensors(const c10::IValue& value) {
-  models::NamedTensors out;
-  for (const auto& entry : value.toGenericDict()) out.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
-  return out;
 }
 
 // min_samples (an epoch floor for tiny datasets) and class_balanced (repeat-factor weights): both
@@ -173,7 +166,7 @@ void set_up_model(Training& t) {
   // PGI (YOLOv9): the auxiliary branch trains beside the main head, its losses added at aux_weight;
   // validation and inference use the main head only. A resumed run keeps the branch it was saved with.
   const auto* saved_train_model = t.resume ? t.checkpoint->extra("train_model") : nullptr;
-  const models::NamedTensors train_weights = saved_train_model ? named_tensors(*saved_train_model) : models::NamedTensors{};
+  const models::NamedTensors train_weights = saved_train_model ? models::tensors_of(*saved_train_model) : models::NamedTensors{};
   t.use_aux = model.enable_aux && config.get_real("aux_weight") > 0;
   if (t.use_aux && t.resume) {
     const auto& source = saved_train_model ? train_weights : t.checkpoint->model;

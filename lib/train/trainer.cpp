@@ -52,20 +52,19 @@ struct Divergence : RuntimeError {
   using RuntimeError::RuntimeError;
 };
 
-// The name of the first tensor holding a NaN or an infinity, if any.
+// The name of the first tensor holding a NaN or an infinity, if any; one device-to-host read.
 std::optional<std::string> first_non_finite(const models::NamedTensors& tensors) {
+  std::vector<at::Tensor> flags;
+  std::vector<const std::string*> names;
   for (const auto& [name, tensor] : tensors) {
-    if (at::isFloatingType(tensor.scalar_type()) && !at::isfinite(tensor).all().item<bool>()) return name;
+    if (!at::isFloatingType(tensor.scalar_type())) continue;
+    flags.push_back(at::isfinite(tensor).all().to(at::kCPU));
+    names.push_back(&name);
   }
-  return std::nullopt;
-}
-
-models::NamedTensors tensors_of(const c10::IValue& dict) {
-  models::NamedTensors out;
-  if (dict.isGenericDict()) {
-    for (const auto& entry : dict.toGenericDict()) out.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
-  }
-  return out;
+  if (flags.empty()) return std::nullopt;
+  const at::Tensor finite = at::stack(flags);
+  if (finite.all().item<bool>()) return std::nullopt;
+  return *names[static_cast<std::size_t>(finite.logical_not().nonzero()[0][0].item<std::int64_t>())];
 }
 
 // The run folder's files and checkpoints, and the run's clock.
@@ -88,7 +87,7 @@ class RunRecord {
     state_.train_seconds = elapsed();
     models::Checkpoint c = make_checkpoint(t_, state_, epoch_done, batches_done);
     auto bad = first_non_finite(c.model);
-    if (const auto* raw = c.extra("train_model"); !bad && raw) bad = first_non_finite(tensors_of(*raw));
+    if (const auto* raw = c.extra("train_model"); !bad && raw) bad = first_non_finite(models::tensors_of(*raw));
     if (bad) {
       throw Divergence(fmt::format("non-finite values in {} after epoch {}, batch {} ({} not written)", *bad, state_.epoch + 1,
                                    state_.batch, path.filename().string()));
@@ -99,27 +98,28 @@ class RunRecord {
   }
   // last.pt is this run's own: written by this process, or the checkpoint a resumed run continues.
   bool has_own_last() const { return wrote_last_ || (t_.resume && fs::exists(last())); }
-  nlohmann::ordered_json failed_status() const {
-    return {{"state", "failed"}, {"epoch", state_.epoch + 1}, {"batch", state_.batch}, {"epochs", state_.epochs},
-            {"elapsed_s", elapsed()}, {"best_epoch", state_.best_epoch}, {"best_metric_name", state_.metric_name},
-            {"best_metric", state_.best_metric}, {"device", t_.device.str()}, {"save_dir", run_dir_.string()}};
-  }
   void status(const std::string& state, int epoch_done, double eta) const {
-    files_.write_status({{"state", state}, {"epoch", epoch_done}, {"epochs", state_.epochs},
-                         {"elapsed_s", elapsed()}, {"eta_s", eta}, {"best_epoch", state_.best_epoch},
-                         {"best_metric_name", state_.metric_name}, {"best_metric", state_.best_metric},
-                         {"device", t_.device.str()}, {"save_dir", run_dir_.string()}});
+    auto status = status_of(state, epoch_done);
+    status["eta_s"] = eta;
+    files_.write_status(status);
   }
   void add_epoch(const nlohmann::ordered_json& row) { files_.add_epoch(row); }
   // status.json and train.log say that the run failed, where, and why.
   void failed(const std::string& message) const {
-    auto status = failed_status();
+    auto status = status_of("failed", state_.epoch + 1);
+    status["batch"] = state_.batch;
     status["message"] = message;
     files_.write_status(status);
     log::to_file(fmt::format("ERROR: {}", message));
   }
 
  private:
+  nlohmann::ordered_json status_of(const std::string& state, int epoch) const {
+    return {{"state", state}, {"epoch", epoch}, {"epochs", state_.epochs}, {"elapsed_s", elapsed()},
+            {"best_epoch", state_.best_epoch}, {"best_metric_name", state_.metric_name}, {"best_metric", state_.best_metric},
+            {"device", t_.device.str()}, {"save_dir", run_dir_.string()}};
+  }
+
   Training& t_;
   TrainState& state_;
   HookList& hooks_;
@@ -247,9 +247,9 @@ double metric_value(const eval::Validation& v, const std::string& name) {
 models::Checkpoint snapshot(models::Checkpoint c) {
   for (auto& [name, tensor] : c.model) tensor = tensor.clone();
   if (const auto* raw = c.extra("train_model")) {
-    c10::impl::GenericDict copy(c10::StringType::get(), c10::TensorType::get());
-    for (const auto& [name, tensor] : tensors_of(*raw)) copy.insert(name, tensor.clone());
-    c.set_extra("train_model", copy);
+    models::NamedTensors copy = models::tensors_of(*raw);
+    for (auto& [name, tensor] : copy) tensor = tensor.clone();
+    c.set_extra("train_model", models::tensor_dict(copy));
   }
   c.set_extra("optimizer", c10::IValue());  // nothing to restore before the first step
   return c;
@@ -312,8 +312,7 @@ class Trainer {
   bool end_epoch();
   std::optional<eval::Validation> validate(models::DetectionModel& model);
   bool take_validation(const eval::Validation& validation);
-  nlohmann::ordered_json epoch_row(double epoch_seconds, double data_share, bool is_best,
-                                   const std::optional<eval::Validation>& validation);
+  nlohmann::ordered_json epoch_row(bool is_best, const std::optional<eval::Validation>& validation);
   void set_up_average(int count);
   void write_average();
   void write_plots(const eval::Validation& validation);
@@ -467,7 +466,7 @@ bool Trainer::end_epoch() {
   const bool is_best = validation && take_validation(*validation);
   if (validation && final_epoch && save_plots_) write_plots(*validation);
   record_.save(record_.last(), epoch, 0);  // first: results.csv never has a row that no checkpoint holds
-  record_.add_epoch(epoch_row(state_.epoch_seconds, state_.data_share, is_best, validation));
+  record_.add_epoch(epoch_row(is_best, validation));
   if (is_best) {
     record_.save(record_.weights_dir() / "best.pt", epoch, 0);
     log::info("New best model saved - Epoch {}: {}={:.4f}", epoch + 1, state_.metric_name, state_.best_metric);
@@ -530,8 +529,7 @@ bool Trainer::take_validation(const eval::Validation& validation) {
 }
 
 // The results.csv / metrics.jsonl row of a finished epoch.
-nlohmann::ordered_json Trainer::epoch_row(double epoch_seconds, double data_share, bool is_best,
-                                          const std::optional<eval::Validation>& validation) {
+nlohmann::ordered_json Trainer::epoch_row(bool is_best, const std::optional<eval::Validation>& validation) {
   nlohmann::ordered_json row;
   row["epoch"] = state_.epoch + 1;
   row["time"] = record_.elapsed();
@@ -553,8 +551,8 @@ nlohmann::ordered_json Trainer::epoch_row(double epoch_seconds, double data_shar
     for (const auto& [name, value] : validation->losses) row["val/" + name] = value;
   }
   for (std::size_t g = 0; g < t_.optimizer->param_groups().size(); ++g) row[fmt::format("lr/group{}", g)] = learning_rate(*t_.optimizer, g);
-  row["epoch_time"] = epoch_seconds;
-  row["data_wait_share"] = data_share;
+  row["epoch_time"] = state_.epoch_seconds;
+  row["data_wait_share"] = state_.data_share;
   return row;
 }
 

@@ -1,5 +1,6 @@
 #include "train/weight_average.h"
 
+#include "models/checkpoint.h"
 #include "models/torch_file.h"
 
 #include <ATen/ATen.h>
@@ -56,9 +57,7 @@ void BestAverage::save(const std::filesystem::path& path) const {
   c10::impl::GenericList states(c10::AnyType::get());
   for (const auto& entry : pool_) {
     metrics.push_back(entry.metric);
-    c10::impl::GenericDict state(c10::StringType::get(), c10::TensorType::get());
-    for (const auto& [name, tensor] : entry.state) state.insert(name, tensor);
-    states.push_back(state);
+    states.push_back(models::tensor_dict(entry.state));
   }
   blob.insert("metrics", metrics);
   blob.insert("states", states);
@@ -72,9 +71,7 @@ std::size_t BestAverage::load(const std::filesystem::path& path) {
   const auto metrics = blob.at("metrics").toList();
   const auto states = blob.at("states").toList();
   for (std::size_t i = 0; i < metrics.size() && i < states.size(); ++i) {
-    models::NamedTensors state;
-    for (const auto& item : states.get(i).toGenericDict()) state.emplace_back(item.key().toStringRef(), item.value().toTensor());
-    pool_.push_back({metrics.get(i).toDouble(), std::move(state)});
+    pool_.push_back({metrics.get(i).toDouble(), models::tensors_of(states.get(i))});
   }
   std::sort(pool_.begin(), pool_.end(), [](const Entry& a, const Entry& b) { return a.metric > b.metric; });
   if (static_cast<int>(pool_.size()) > count_) pool_.resize(static_cast<std::size_t>(std::max(0, count_)));
