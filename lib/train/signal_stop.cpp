@@ -4,14 +4,23 @@
 #include <fmt/format.h>
 
 #include <csignal>
-#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
 
 namespace libreyolo::train {
 
 namespace {
 
 std::atomic<int> stop_signal{0};
-extern "C" void on_stop_signal(int signal) { stop_signal = signal; }
+// The first signal asks for a save and a stop; a second one (Ctrl-C again during a slow save or
+// validation) ends the process at once. Only async-signal-safe calls here: write and _exit.
+extern "C" void on_stop_signal(int signal) {
+  if (stop_signal.exchange(signal) == 0) return;
+  static constexpr char message[] =
+      "\nsecond stop signal: exiting now without saving; weights/last.pt holds the last completed save\n";
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message, sizeof message - 1);
+  ::_exit(128 + signal);
+}
 
 }  // namespace
 
@@ -20,11 +29,6 @@ SignalStopHook::SignalStopHook() {
   previous_int_ = std::signal(SIGINT, on_stop_signal);
   previous_term_ = std::signal(SIGTERM, on_stop_signal);
   previous_hup_ = std::signal(SIGHUP, on_stop_signal);  // a closed terminal: save and stop too
-  if (const char* stop_after = std::getenv("LIBREYOLO_STOP_AFTER_BATCHES")) stop_after_batches_ = std::atoll(stop_after);
-}
-
-void SignalStopHook::on_step_end(const TrainState&) {
-  if (++batches_ == stop_after_batches_) std::raise(SIGINT);
 }
 
 SignalStopHook::~SignalStopHook() {

@@ -435,8 +435,8 @@ void Trainer::carry_out_stop() {
   const int epoch = state_.epoch;
   if (stop_->kind == StopRequest::Kind::interrupt) {
     const bool epoch_finished = state_.batch == state_.batches_per_epoch;
+    record_.status(stop_->state, epoch_finished ? epoch + 1 : epoch, -1);  // true even if a second signal ends the save
     record_.save(record_.last(), epoch_finished ? epoch : epoch - 1, epoch_finished ? 0 : state_.batch);
-    record_.status(stop_->state, epoch_finished ? epoch + 1 : epoch, -1);
     log::warn("{}: saved {} (resume with model={} resume=true)", stop_->message, record_.last().string(), record_.last().string());
   } else {
     record_.status(stop_->state, epoch, 0);
@@ -483,7 +483,11 @@ bool Trainer::end_epoch() {
     ++state_.epoch;
     return true;
   }
-  if ((stop_ = hooks_.should_stop(state_))) record_.status(stop_->state, epoch + 1, -1);  // arrived during validation or saving
+  if ((stop_ = hooks_.should_stop(state_))) {  // arrived during validation or saving: last.pt already holds this epoch
+    record_.status(stop_->state, epoch + 1, -1);
+    if (stop_->kind == StopRequest::Kind::interrupt) log::warn("{} after epoch {}: {} holds it (resume with model={} resume=true)", stop_->message, epoch + 1,
+              record_.last().string(), record_.last().string());
+  }
   return false;
 }
 

@@ -25,6 +25,11 @@ expect_lines() {  # expect_lines FILE N
   [ "$n" -eq "$2" ] || { fail "expected $2 line(s) in $(basename "$1"), got $n"; sed 's/^/  | /' "$1"; }
 }
 
+wait_for() {  # wait_for FILE REGEX : until a line of FILE matches (at most 60 s); 1 if none does
+  for _ in $(seq 600); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  fail "waited 60 s for '$2' in $1"; return 1
+}
+
 finish() {
   [ "$FAILED" -eq 0 ] && echo "ok" || echo "some checks failed"
   exit "$FAILED"
