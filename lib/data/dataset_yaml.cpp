@@ -1,9 +1,11 @@
 #include "data/dataset_yaml.h"
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/share_files.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -13,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 
 namespace libreyolo::data {
 
@@ -180,16 +183,55 @@ bool has_image_extension(const fs::path& path) {
   return std::find(kExtensions.begin(), kExtensions.end(), extension) != kExtensions.end();
 }
 
+namespace {
+
+// Every image under `folder`, following symbolic links to folders once each (by device and inode)
+// so that a link back up the tree is listed once, not until the path overflows. Entries that cannot
+// be read (a link to itself, a dangling link, a folder without permission) are skipped with a warning.
+void find_images(const fs::path& folder, std::vector<fs::path>& found) {
+  std::vector<fs::path> pending{folder};
+  std::set<std::pair<std::uint64_t, std::uint64_t>> listed;
+  while (!pending.empty()) {
+    const fs::path current = std::move(pending.back());
+    pending.pop_back();
+    struct stat info {};
+    if (::stat(current.c_str(), &info) != 0) continue;  // warned about as an entry already
+    if (!listed.emplace(info.st_dev, info.st_ino).second) {
+      log::warn("{}: a symbolic link to a folder that is already listed (a loop); skipped", current.string());
+      continue;
+    }
+    std::error_code error;
+    for (fs::directory_iterator it(current, error), end; !error && it != end; it.increment(error)) {
+      const fs::path& path = it->path();
+      std::error_code status_error;
+      const fs::file_status status = fs::status(path, status_error);  // through symbolic links
+      if (status_error) {
+        log::warn("{}: {}; skipped", path.string(), status_error.message());
+      } else if (fs::is_directory(status)) {
+        pending.push_back(path);
+      } else if (fs::is_regular_file(status) && has_image_extension(path)) {
+        found.push_back(path);
+      }
+    }
+    if (error) log::warn("cannot list {}: {}; skipped", current.string(), error.message());
+  }
+}
+
+}  // namespace
+
 std::vector<fs::path> list_images(const std::vector<fs::path>& sources, const std::string& split) {
   std::vector<fs::path> images;
   for (const auto& source : sources) {
     std::vector<fs::path> found;
-    if (fs::is_directory(source)) {
-      for (const auto& entry : fs::recursive_directory_iterator(source, fs::directory_options::follow_directory_symlink)) {
-        if (entry.is_regular_file() && has_image_extension(entry.path())) found.push_back(entry.path());
-      }
+    std::error_code error;
+    const fs::file_status status = fs::status(source, error);
+    if (error && error != std::errc::no_such_file_or_directory) {
+      throw DataError(fmt::format("'{}' source {}: {}", split, source.string(), error.message()));
+    }
+    if (fs::is_directory(status)) {
+      find_images(source, found);
       std::sort(found.begin(), found.end());
-    } else if (fs::is_regular_file(source) && lower(source.extension().string()) == ".txt") {
+    } else if (fs::is_regular_file(status) && lower(source.extension().string()) == ".txt") {
       std::ifstream list(source);
       for (std::string line; std::getline(list, line);) {
         while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
@@ -198,7 +240,7 @@ std::vector<fs::path> list_images(const std::vector<fs::path>& sources, const st
         if (!path.is_absolute()) path = source.parent_path() / path;
         found.push_back(path.lexically_normal());
       }
-    } else if (fs::is_regular_file(source) && has_image_extension(source)) {
+    } else if (fs::is_regular_file(status) && has_image_extension(source)) {
       found.push_back(source);
     } else {
       throw DataError(fmt::format("'{}' source {} does not exist (or is not an image folder, .txt list or image)", split,

@@ -1,6 +1,7 @@
 #include "models/safetensors.h"
 
 #include "core/atomic_file.h"
+#include "core/checked_size.h"
 #include "core/error.h"
 
 #include <ATen/ATen.h>
@@ -73,6 +74,7 @@ OpenedFile open_safetensors(const fs::path& path) {
   } catch (const nlohmann::json::exception& error) {
     throw ModelError(fmt::format("{}: not a safetensors file (header: {})", path.string(), error.what()));
   }
+  if (!file.header.is_object()) throw ModelError(fmt::format("{}: not a safetensors file (its header is not a JSON object)", path.string()));
   file.data_start = 8 + header_size;
   file.data_size = file_size - file.data_start;
   return file;
@@ -90,13 +92,17 @@ std::map<std::string, at::Tensor> read_safetensors(const fs::path& path) {
       const auto type = dtype_from_name(entry.at("dtype").get<std::string>(), path, name);
       const auto shape = entry.at("shape").get<std::vector<std::int64_t>>();
       const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-      at::Tensor tensor = at::empty(shape, at::TensorOptions().dtype(type));
-      const std::uint64_t bytes = static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
-      if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] > file.data_size || offsets[1] - offsets[0] != bytes) {
-        throw ModelError(fmt::format("{}: tensor '{}' has a byte range that does not fit its shape", path.string(), name));
+      // Shape and byte range are checked against the file's size before anything is allocated.
+      const auto bytes = checked_byte_count(shape, c10::elementSize(type));
+      if (!bytes || offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] > file.data_size ||
+          offsets[1] - offsets[0] != *bytes) {
+        throw ModelError(fmt::format("{}: tensor '{}' has shape [{}] and byte range [{}] that do not fit each other or the "
+                                     "file's {} data bytes; the file is damaged or not a safetensors file",
+                                     path.string(), name, fmt::join(shape, ", "), fmt::join(offsets, ", "), file.data_size));
       }
+      at::Tensor tensor = at::empty(shape, at::TensorOptions().dtype(type));
       stream.seekg(static_cast<std::streamoff>(file.data_start + offsets[0]));
-      stream.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(bytes));
+      stream.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(*bytes));
       if (!stream) throw ModelError(fmt::format("{}: truncated data for tensor '{}'", path.string(), name));
       tensors.emplace(name, tensor);
     } catch (const nlohmann::json::exception& error) {

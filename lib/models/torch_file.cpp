@@ -1,6 +1,7 @@
 #include "models/torch_file.h"
 
 #include "core/atomic_file.h"
+#include "core/checked_size.h"
 #include "core/error.h"
 
 #include <ATen/ATen.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -58,9 +60,9 @@ const std::map<std::string, std::string>& dtype_globals() {
 
 class Unpickler {
  public:
-  Unpickler(const std::filesystem::path& path, std::string_view bytes, caffe2::serialize::PyTorchStreamReader& archive,
-            bool tensor_data)
-      : path_(path), bytes_(bytes), archive_(archive), tensor_data_(tensor_data) {}
+  Unpickler(const std::filesystem::path& path, std::uint64_t file_size, std::string_view bytes,
+            caffe2::serialize::PyTorchStreamReader& archive, bool tensor_data)
+      : path_(path), file_size_(file_size), bytes_(bytes), archive_(archive), tensor_data_(tensor_data) {}
 
   c10::IValue run() {
     while (true) {
@@ -236,7 +238,9 @@ class Unpickler {
   }
   void memoize(std::uint64_t index) {
     if (stack_.empty()) fail("memo put on an empty stack");
-    if (index > (1u << 24)) fail("memo index out of range");
+    // A pickle puts its memo slots in order, each with an opcode of its own: a slot beyond the
+    // pickle's byte count is not from a real pickler and would only size the memo by the file.
+    if (index > bytes_.size()) fail(fmt::format("memo index {} out of range for a {}-byte pickle", index, bytes_.size()));
     if (memo_.size() <= index) memo_.resize(index + 1);
     memo_[index] = stack_.back();
   }
@@ -260,17 +264,20 @@ class Unpickler {
     if (auto cached = storages_.find(key); cached != storages_.end()) return cached->second;
     const std::int64_t numel = parts[4].toInt();
     const std::string record = "data/" + key;
-    if (numel < 0 || !archive_.hasRecord(record)) fail(fmt::format("missing storage record {}", record));
-    if (!tensor_data_) {
-      at::Tensor shape_only = at::empty({numel}, at::TensorOptions().dtype(type->second).device(at::kMeta));
-      storages_.emplace(key, shape_only);
-      return shape_only;
+    if (!archive_.hasRecord(record)) fail(fmt::format("missing storage record {}", record));
+    // The storage's byte count must match its record's, and the record must fit in the file,
+    // before anything is allocated.
+    const auto expected = checked_byte_count(std::array{numel}, c10::elementSize(type->second));
+    const std::size_t size = archive_.getRecordSize(record);
+    if (!expected || size != *expected || size > file_size_) {
+      fail(fmt::format("storage {} of {} elements does not match its record of {} bytes", record, numel, size));
     }
-    at::Tensor storage = at::empty({numel}, at::TensorOptions().dtype(type->second));
-    const std::size_t expected = static_cast<std::size_t>(numel) * storage.element_size();
-    const auto [data, size] = archive_.getRecord(record);
-    if (size != expected) fail(fmt::format("storage {} holds {} bytes, {} expected", record, size, expected));
-    if (expected) std::memcpy(storage.data_ptr(), data.get(), expected);
+    if ((storage_bytes_ += size) > file_size_) fail("its storages add up to more bytes than the file has");
+    const auto options = at::TensorOptions().dtype(type->second);
+    at::Tensor storage = at::empty({numel}, tensor_data_ ? options : options.device(at::kMeta));
+    if (tensor_data_ && size && archive_.getRecord(record, storage.data_ptr(), size) != size) {
+      fail(fmt::format("storage {} ends early", record));
+    }
     storages_.emplace(key, storage);
     return storage;
   }
@@ -300,13 +307,14 @@ class Unpickler {
       if (size.size() != stride.size()) fail("tensor size and stride differ in length");
       // Bounds: the largest element reached must lie inside the storage.
       std::int64_t last = args[1].toInt();
-      bool empty = false;
+      bool empty = false, overflow = false;
       for (std::size_t i = 0; i < size.size(); ++i) {
         if (size[i] < 0 || stride[i] < 0) fail("negative tensor size or stride");
+        std::int64_t reach = 0;
         if (size[i] == 0) empty = true;
-        else last += (size[i] - 1) * stride[i];
+        else overflow |= __builtin_mul_overflow(size[i] - 1, stride[i], &reach) || __builtin_add_overflow(last, reach, &last);
       }
-      if (args[1].toInt() < 0 || (!empty && last >= storage.numel())) fail("tensor reaches outside its storage");
+      if (args[1].toInt() < 0 || (!empty && (overflow || last >= storage.numel()))) fail("tensor reaches outside its storage");
       return storage.as_strided(size, stride, args[1].toInt());
     }
     if (*name == "torch._utils._rebuild_parameter" && !args.empty() && args[0].isTensor()) return args[0];
@@ -326,6 +334,8 @@ class Unpickler {
   }
 
   std::filesystem::path path_;
+  std::uint64_t file_size_;
+  std::uint64_t storage_bytes_ = 0;
   std::string_view bytes_;
   std::size_t position_ = 0;
   caffe2::serialize::PyTorchStreamReader& archive_;
@@ -354,8 +364,12 @@ c10::IValue read_torch_file(const std::filesystem::path& path, bool tensor_data)
     if (!archive.hasRecord("data.pkl")) {
       throw ModelError(fmt::format("{}: a zip archive without data.pkl; not a torch.save file", path.string()));
     }
+    const std::uint64_t file_size = std::filesystem::file_size(path);
+    if (archive.getRecordSize("data.pkl") > file_size) {
+      throw ModelError(fmt::format("{}: data.pkl claims more bytes than the file has; the file is damaged", path.string()));
+    }
     const auto [pickle, size] = archive.getRecord("data.pkl");
-    Unpickler unpickler(path, std::string_view(static_cast<const char*>(pickle.get()), size), archive, tensor_data);
+    Unpickler unpickler(path, file_size, std::string_view(static_cast<const char*>(pickle.get()), size), archive, tensor_data);
     return unpickler.run();
   } catch (const Error&) {
     throw;

@@ -38,6 +38,14 @@ expect_lines "$WORK/err" 1
 printf 'not a zip' > "$WORK/broken.pt"
 expect_exit 4 info model="$WORK/broken.pt"
 expect_in "$WORK/err" "not a readable torch.save file"
+# a safetensors header whose shape asks for 40 PB: refused before any allocation
+header='{"w":{"dtype":"F32","shape":[100000,100000,1000000],"data_offsets":[0,4]}}'
+{ printf '\112\000\000\000\000\000\000\000'; printf '%s' "$header"; printf '\000\000\000\000'; } > "$WORK/huge.safetensors"
+[ "${#header}" -eq 74 ] || fail "the test's header length changed (${#header}); fix the length byte"
+expect_exit 4 info model="$WORK/huge.safetensors"
+expect_in "$WORK/err" "tensor 'w' has shape [100000, 100000, 1000000] and byte range [0, 4] that do not fit"
+expect_lines "$WORK/err" 1
+expect_exit 4 train model="$WORK/huge.safetensors" data=ds/data.yaml epochs=1 imgsz=64 project=runs name=huge
 
 # runtime: the project folder cannot be created (a file is in the way)
 touch blocked

@@ -99,4 +99,18 @@ expect_exit 0 data check data=ds/data.yaml
 expect_in "$WORK/out" "1 corrupt"
 expect_in "$WORK/out" "20000x20000 = 400000000 pixels, over the 89478485-pixel limit"
 
+# symbolic link loops in an image folder: each is skipped with a warning, the rest is listed once
+ln -s self.jpg ds/images/train/self.jpg
+mkdir ds/images/train/sub && ln -s .. ds/images/train/sub/up
+expect_exit 0 data check data=ds/data.yaml
+expect_in "$WORK/err" "ds/images/train/self.jpg: Too many levels of symbolic links; skipped"
+expect_in "$WORK/err" "ds/images/train/sub/up: a symbolic link to a folder that is already listed (a loop); skipped"
+expect_in "$WORK/out" "8 images"
+# a folder of nothing but a loop: a data error naming the split
+mkdir -p loop/images/train && ln -s me.jpg loop/images/train/me.jpg
+printf 'path: .\ntrain: images/train\nval: images/train\nnames: [a]\n' > loop/data.yaml
+expect_exit 3 train model=yolo9-t data=loop/data.yaml epochs=1 imgsz=64 project=orphans
+expect_in "$WORK/err" "loop/images/train/me.jpg: Too many levels of symbolic links; skipped"
+[ -z "$(ls -A orphans 2>/dev/null)" ] || fail "orphan run folders: $(ls orphans)"
+
 finish
