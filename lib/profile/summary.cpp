@@ -11,6 +11,8 @@ namespace libreyolo::profile {
 
 namespace {
 
+constexpr double kMaxMeasurement = 1e9;  // ms (11.6 days for one step), MB, calls: anything above is not a measurement
+
 template <typename T>
 nlohmann::ordered_json optional_json(const std::optional<T>& value) {
   return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
@@ -62,18 +64,36 @@ StepSummary summary_from_json(const nlohmann::json& j, const std::string& source
     }
     return parent[key];
   };
+  // Counts and times: numbers in a sane range, or the file is refused with the key's name.
+  const auto count = [&](const nlohmann::json& parent, const char* key) {
+    const auto& value = need(parent, key);
+    if (!value.is_number_integer() || value.get<std::int64_t>() < 0 || value.get<std::int64_t>() > 10'000'000) {
+      throw UsageError(fmt::format("{}: \"{}\" is {}; expected a step count from 0 to 10000000", source_name, key, value.dump()));
+    }
+    return static_cast<int>(value.get<std::int64_t>());
+  };
+  const auto measured = [&](const nlohmann::json& value, const std::string& key) {
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0 || value.get<double>() > kMaxMeasurement) {
+      throw UsageError(fmt::format("{}: \"{}\" is {}; expected a measurement from 0 to {:g}", source_name, key, value.dump(), kMaxMeasurement));
+    }
+    return value.get<double>();
+  };
   StepSummary s;
   s.meta = need(j, "meta");
+  if (!s.meta.is_object()) throw UsageError(fmt::format("{}: \"meta\" is not an object", source_name));
+  if (const auto batch = s.meta.find("batch"); batch != s.meta.end() && !(batch->is_number_integer() && batch->get<std::int64_t>() > 0)) {
+    throw UsageError(fmt::format("{}: meta \"batch\" is {}; expected a positive whole number", source_name, batch->dump()));
+  }
   const auto& window = need(j, "window");
-  s.warmup = need(window, "warmup").get<int>();
-  s.real_steps = need(window, "real_steps").get<int>();
-  s.synced_steps = need(window, "synced_steps").get<int>();
+  s.warmup = count(window, "warmup");
+  s.real_steps = count(window, "real_steps");
+  s.synced_steps = count(window, "synced_steps");
   const auto& real = need(j, "real");
-  s.step_ms = need(real, "step_ms").get<double>();
-  s.dataload_ms = need(real, "dataload_ms").get<double>();
+  s.step_ms = measured(need(real, "step_ms"), "step_ms");
+  s.dataload_ms = measured(need(real, "dataload_ms"), "dataload_ms");
   if (j.contains("composition_ms") && j["composition_ms"].is_object()) {
     for (const auto& [phase, ms] : j["composition_ms"].items()) {
-      if (ms.is_number()) s.composition_ms[phase] = ms.get<double>();
+      if (ms.is_number()) s.composition_ms[phase] = measured(ms, "composition_ms." + phase);
     }
   }
   // A LibreYOLO (Python) summary has no device_kind: its meta.device tells.
@@ -87,9 +107,9 @@ StepSummary summary_from_json(const nlohmann::json& j, const std::string& source
     s.kernels_measured = s.device_kind == "cuda";
   }
   if (j.contains("trace_missing_reason") && j["trace_missing_reason"].is_string()) s.trace_missing_reason = j["trace_missing_reason"];
-  if (j.contains("peak_vram_mb") && j["peak_vram_mb"].is_number()) s.peak_vram_mb = j["peak_vram_mb"].get<double>();
+  if (j.contains("peak_vram_mb") && j["peak_vram_mb"].is_number()) s.peak_vram_mb = measured(j["peak_vram_mb"], "peak_vram_mb");
   if (j.contains("allocator_calls_per_step") && j["allocator_calls_per_step"].is_number()) {
-    s.allocator_calls_per_step = j["allocator_calls_per_step"].get<double>();
+    s.allocator_calls_per_step = measured(j["allocator_calls_per_step"], "allocator_calls_per_step");
   }
   if (j.contains("trace") && j["trace"].is_string()) s.trace = j["trace"].get<std::string>();
   s.ops_in_synced_half = j.value("ops_window", std::string("real")) == "synced";

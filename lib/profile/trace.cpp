@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -18,7 +19,10 @@ namespace {
 // torch writes numeric pids/tids, some tools write strings ("stream 7"): keep either as a number.
 std::int64_t id_of(const nlohmann::json& value) {
   if (value.is_number_integer()) return value.get<std::int64_t>();
-  if (value.is_number()) return static_cast<std::int64_t>(value.get<double>());
+  if (value.is_number()) {
+    const double number = value.get<double>();
+    return std::isfinite(number) && std::abs(number) < 9e18 ? static_cast<std::int64_t>(number) : 0;
+  }
   if (value.is_string()) {
     const auto& text = value.get_ref<const std::string&>();
     std::int64_t number = 0;
@@ -29,9 +33,18 @@ std::int64_t id_of(const nlohmann::json& value) {
   return 0;
 }
 
-double number_of(const nlohmann::json& event, const char* key) {
+// Trace times are microseconds: a timestamp (since boot or since 1970) below 1e17 (3000 years) and a
+// duration below 1e12 (11.6 days). A missing key is 0; anything else is not a trace we can trust.
+constexpr double kMaxTimestampUs = 1e17, kMaxDurationUs = 1e12;
+
+double number_of(const nlohmann::json& event, const char* key, double limit, std::size_t index, const std::string& source) {
   const auto found = event.find(key);
-  return found != event.end() && found->is_number() ? found->get<double>() : 0.0;
+  if (found == event.end()) return 0.0;
+  if (!found->is_number() || !std::isfinite(found->get<double>()) || found->get<double>() < 0 || found->get<double>() > limit) {
+    throw UsageError(fmt::format("{}: event {} (\"{}\"): \"{}\" is {}; expected microseconds from 0 to {:g}", source, index,
+                                 event.value("name", ""), key, found->dump(), limit));
+  }
+  return found->get<double>();
 }
 
 }  // namespace
@@ -61,16 +74,25 @@ Trace parse_trace(const nlohmann::json& document, const std::string& source_name
   }
   Trace trace;
   std::map<std::int64_t, Flow> open_flows;
-  for (const auto& e : *events) {
+  for (std::size_t index = 0; index < events->size(); ++index) {
+    const nlohmann::json& e = (*events)[index];
     if (!e.is_object()) continue;
+    for (const char* key : {"ph", "name", "cat"}) {
+      if (const auto found = e.find(key); found != e.end() && !found->is_string()) {
+        throw UsageError(fmt::format("{}: event {}: \"{}\" is {}; expected a string", source_name, index, key, found->dump()));
+      }
+    }
+    const auto time = [&](const char* key) {
+      return number_of(e, key, std::string_view(key) == "dur" ? kMaxDurationUs : kMaxTimestampUs, index, source_name);
+    };
     const std::string phase = e.value("ph", "");
     const std::int64_t pid = e.contains("pid") ? id_of(e["pid"]) : 0;
     const std::int64_t tid = e.contains("tid") ? id_of(e["tid"]) : 0;
     if (phase == "X") {
-      Event event{.name = e.value("name", ""), .category = e.value("cat", ""), .start_us = number_of(e, "ts"),
-                  .duration_us = number_of(e, "dur"), .pid = pid, .tid = tid};
+      Event event{.name = e.value("name", ""), .category = e.value("cat", ""), .start_us = time("ts"),
+                  .duration_us = time("dur"), .pid = pid, .tid = tid};
       if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
-        if (const auto c = args->find("correlation"); c != args->end() && c->is_number()) event.correlation = c->get<std::int64_t>();
+        if (const auto c = args->find("correlation"); c != args->end() && c->is_number_integer()) event.correlation = c->get<std::int64_t>();
       }
       trace.events.push_back(std::move(event));
     } else if ((phase == "s" || phase == "f") && e.value("cat", "") == "ac2g" && e.contains("id")) {
@@ -78,9 +100,9 @@ Trace parse_trace(const nlohmann::json& document, const std::string& source_name
       Flow& flow = open_flows[id];
       flow.id = id;
       if (phase == "s") {
-        flow.from_us = number_of(e, "ts"), flow.from_pid = pid, flow.from_tid = tid;
+        flow.from_us = time("ts"), flow.from_pid = pid, flow.from_tid = tid;
       } else {
-        flow.to_us = number_of(e, "ts"), flow.to_pid = pid, flow.to_tid = tid;
+        flow.to_us = time("ts"), flow.to_pid = pid, flow.to_tid = tid;
       }
     } else if (phase == "M") {
       const auto args = e.value("args", nlohmann::json::object());

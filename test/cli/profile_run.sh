@@ -1,11 +1,9 @@
-# A real CPU profile of YOLOv9-t on coco8 writes all four files; every `profile` subcommand reads
-# them back (profile.json and the raw trace); bad files and arguments exit 2. Skips without coco8.
+# A real CPU profile of YOLOv9-t on a synthetic dataset writes all four files; every `profile`
+# subcommand reads them back (profile.json and the raw trace); bad files and arguments exit 2.
 . "$(dirname "$0")/lib.sh"
-shared="$LIBREYOLO_SOURCE_ROOT/../shared/datasets"
-[ -d "$shared/coco8" ] || { echo "skipped: $shared/coco8 not present"; exit 77; }
-export LIBREYOLO_DATASETS="$shared"
+"$LIBREYOLO" data synth out=ds synth_images=16 synth_val_images=4 synth_size=128 quiet=true >/dev/null 2>&1 || { echo "synth failed"; exit 1; }
 
-expect_exit 0 profile run coco8 --batch 4 --imgsz 128 --workers 1 --steps 6 --warmup 2 --project prof
+expect_exit 0 profile run ds/data.yaml --batch 4 --imgsz 128 --workers 1 --steps 6 --warmup 2 --project prof
 run=prof/prof
 for f in profile.json profile_summary.json profile_trace.json timeline.html; do
   [ -s "$run/$f" ] || fail "missing $run/$f"
@@ -55,6 +53,41 @@ expect_in "$WORK/err" "no_such_profile.json"
 echo '{"hello": 1}' > not_a_trace.json
 expect_exit 2 profile phases not_a_trace.json
 expect_in "$WORK/err" "not a Chrome trace"
+# a profile.json of another schema, or with values of the wrong type or out of range: exit 2, named
+sed 's|"libreyolo.profile.analysis/v1"|"libreyolo.profile.analysis/v9"|' "$run/profile.json" > v9.json
+for command in summary phases kernels ops get; do
+  expect_exit 2 profile $command v9.json
+  expect_in "$WORK/err" 'v9.json: schema "libreyolo.profile.analysis/v9" is not one this build reads'
+done
+echo '{"schema": "other.tool/v1", "metrics": 5}' > other.json
+expect_exit 2 profile get other.json
+expect_in "$WORK/err" 'schema "other.tool/v1" is not one this build reads'
+python3 - "$run/profile.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["metrics"]["img_per_s"] = -5.0
+json.dump(p, open("negative.json", "w"))
+p = json.load(open(sys.argv[1]))
+p["kernels"] = [{"kernel": 7, "ms_per_step": 1.0}]
+json.dump(p, open("typed.json", "w"))
+PY
+expect_exit 2 profile get negative.json img_per_s
+expect_in "$WORK/err" "metrics.img_per_s is -5.0, not a measurement"
+expect_exit 2 profile kernels typed.json
+expect_in "$WORK/err" "kernels[0].kernel is 7, not a name"
+# absurd trace values: a duration of 1e308 us, a timestamp that is text, a negative time
+for event in '"ts": 5, "dur": 1e308' '"ts": "abc", "dur": 1' '"ts": -3, "dur": 1'; do
+  echo "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"step/forward\", $event}]}" > absurd.json
+  expect_exit 2 profile summary absurd.json
+  expect_in "$WORK/err" 'absurd.json: event 0 ("step/forward"): '
+done
+# a summary beside a trace claiming a negative step time
+mkdir -p bad_summary && cp "$run/profile_trace.json" bad_summary/
+python3 -c "
+import json, sys; s = json.load(open(sys.argv[1])); s['real']['step_ms'] = -1.0; json.dump(s, open('bad_summary/profile_summary.json', 'w'))
+" "$run/profile_summary.json"
+expect_exit 2 profile summary bad_summary/profile_trace.json
+expect_in "$WORK/err" '"step_ms" is -1.0; expected a measurement from 0 to 1e+09'
 expect_exit 2 profile get "$run/profile.json" no_such_metric
 expect_in "$WORK/err" "no_such_metric"
 expect_exit 2 profile ops "$run/profile.json" --phase nowhere
@@ -64,7 +97,7 @@ expect_exit 2 profile run
 expect_exit 2 profile
 
 # train profile=true keeps training after the window
-expect_exit 0 train model=yolo9-t data=coco8 imgsz=96 batch=4 epochs=4 profile=true profile_warmup=1 profile_steps=2 \
+expect_exit 0 train model=yolo9-t data=ds/data.yaml imgsz=96 batch=4 epochs=4 profile=true profile_warmup=1 profile_steps=2 \
   val=false workers=1 project=runs name=t quiet=true --json
 expect_in "$WORK/out" '"state":"completed"'
 expect_in "$WORK/out" '"epochs_completed":4'

@@ -1,14 +1,12 @@
 # timeline.html renders in headless Chromium (Debian's chromium, installed by scripts/setup.sh)
 # with no console error, draws the trace's events and keeps the screenshot when asked
-# (LIBREYOLO_SCREENSHOT=path). Skips (77) without chromium or coco8.
+# (LIBREYOLO_SCREENSHOT=path). Skips (77) without chromium.
 . "$(dirname "$0")/lib.sh"
-shared="$LIBREYOLO_SOURCE_ROOT/../shared/datasets"
-[ -d "$shared/coco8" ] || { echo "skipped: $shared/coco8 not present"; exit 77; }
 browser=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$browser" ] || { echo "skipped: no chromium"; exit 77; }
-export LIBREYOLO_DATASETS="$shared"
+"$LIBREYOLO" data synth out=ds synth_images=16 synth_val_images=4 synth_size=96 quiet=true >/dev/null 2>&1 || { echo "synth failed"; exit 1; }
 
-expect_exit 0 train model=yolo9-t data=coco8 imgsz=96 batch=4 epochs=8 profile=true profile_then_stop=true \
+expect_exit 0 train model=yolo9-t data=ds/data.yaml imgsz=96 batch=4 epochs=8 profile=true profile_then_stop=true \
   profile_warmup=1 profile_steps=4 val=false workers=1 project=runs name=t quiet=true
 page="$WORK/runs/t/timeline.html"
 [ -s "$page" ] || { fail "no timeline.html"; finish; }
