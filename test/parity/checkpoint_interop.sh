@@ -1,5 +1,5 @@
 # Checkpoint interop: Python writes, C++ reads and writes back, Python reads (see
-# checkpoint_interop.py). Exit 77 (skipped) passes through when the oracle is unavailable.
+# checkpoint_interop.py). Skips (77) only when the test venv's python is absent; an oracle that cannot be imported fails.
 #   checkpoint_interop.sh SCRIPT BINARY
 set -u
 script=$1; binary=$2

@@ -1,6 +1,6 @@
 # Runs a parity test: the Python oracle writes reference files, the C++ binary compares.
 #   parity.sh REFERENCE_SCRIPT BINARY ARGS...   (ARGS go to both)
-# Exit 77 (skipped) passes through when the oracle is unavailable.
+# Skips (77) only when the test venv's python is absent; an oracle that cannot be imported fails.
 set -u
 script=$1; binary=$2; shift 2
 python=${LIBREYOLO_PYTHON:-python3}
