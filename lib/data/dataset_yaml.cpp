@@ -1,5 +1,6 @@
 #include "data/dataset_yaml.h"
 
+#include "core/checked_size.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/share_files.h"
@@ -89,6 +90,9 @@ std::vector<std::string> read_names(const YAML::Node& node, const fs::path& yaml
     throw DataError(fmt::format("{}: 'names' must be a list or a mapping of class id to name", yaml_file.string()));
   }
   if (names.empty()) throw DataError(fmt::format("{}: 'names' is empty", yaml_file.string()));
+  if (names.size() > static_cast<std::size_t>(kMaxClasses)) {
+    throw DataError(fmt::format("{}: 'names' lists {} classes, more than the {} libreyolo trains", yaml_file.string(), names.size(), kMaxClasses));
+  }
   return names;
 }
 

@@ -54,7 +54,7 @@ struct LoaderOptions {
   // min_samples floor when it exceeds the dataset), weighted by `weights` when given
   // (class_balanced). 0 and empty: a plain shuffled pass.
   std::size_t samples_per_epoch = 0;
-  std::vector<double> weights;
+  std::vector<double> weights{};
 };
 
 class Loader {

@@ -77,6 +77,7 @@ void draw(cv::Mat& image, const Placed& shape, const cv::Scalar& colour) {
 std::vector<Placed> place_shapes(int size, SampleRandom& random) {
   std::vector<Placed> placed;
   const int wanted = random.integer(1, 5);
+  placed.reserve(static_cast<std::size_t>(wanted));
   for (int attempt = 0; attempt < 60 && static_cast<int>(placed.size()) < wanted; ++attempt) {
     int side = static_cast<int>(random.uniform(0.08, 0.35) * size);
     side += (side % 2 == 0) ? 1 : 0;  // odd sides keep circles and triangles symmetric on the pixel grid
@@ -104,12 +105,12 @@ int write_split(const SynthOptions& options, const std::string& split, int count
     const auto shapes = place_shapes(options.image_size, random);
     std::string label;
     for (const auto& shape : shapes) {
+      ++boxes;
       draw(image, shape, random_colour(random, 0, 255));
       const double s = options.image_size;
       label += fmt::format("{} {:.6f} {:.6f} {:.6f} {:.6f}\n", shape.cls, (shape.box.x + shape.box.width / 2.0) / s,
                            (shape.box.y + shape.box.height / 2.0) / s, shape.box.width / s, shape.box.height / s);
     }
-    boxes += static_cast<int>(shapes.size());
     const std::string stem = fmt::format("{:06d}", index);
     std::vector<uchar> jpeg;
     cv::imencode(".jpg", image, jpeg, {cv::IMWRITE_JPEG_QUALITY, 95});

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "models/torch_file.h"
+#include "core/checked_size.h"
 #include "models/family.h"
 
 #include "build_config.h"
@@ -11,6 +12,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
+
+#include <charconv>
 
 #include <array>
 #include <map>
@@ -40,6 +43,16 @@ const char* const kRequired[] = {"model", "schema_version", "libreyolo_version",
 
 [[noreturn]] void bad(const std::filesystem::path& path, const std::string& what) {
   throw ModelError(fmt::format("{}: {}", path.string(), what));
+}
+
+// A count from the file's metadata (nc, imgsz): a whole number in [low, high], or the file is refused.
+int bounded(const std::filesystem::path& path, const char* key, const std::string& text, int low, int high) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < low || value > high) {
+    bad(path, fmt::format("metadata {}={} is not a whole number from {} to {}", key, text, low, high));
+  }
+  return value;
 }
 
 std::string strip_module_prefix(const std::string& name) {
@@ -95,8 +108,8 @@ Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& f
     const auto get = [&](const char* key) { auto it = metadata.find(key); return it == metadata.end() ? std::string() : it->second; };
     if (!get("model_family").empty()) checkpoint.family = get("model_family");
     if (!get("size").empty()) checkpoint.size = get("size");
-    if (!get("nc").empty()) checkpoint.class_count = std::stoi(get("nc"));
-    if (!get("imgsz").empty()) checkpoint.image_size = std::stoi(get("imgsz"));
+    if (!get("nc").empty()) checkpoint.class_count = bounded(path, "nc", get("nc"), 1, kMaxClasses);
+    if (!get("imgsz").empty()) checkpoint.image_size = bounded(path, "imgsz", get("imgsz"), kMinImageSize, kMaxImageSize);
     if (!get("task").empty()) checkpoint.task = get("task");
     if (!get("names").empty()) {
       try {
@@ -132,8 +145,12 @@ Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& f
       text("model_family", checkpoint.family);
       text("size", checkpoint.size);
       text("task", checkpoint.task);
-      if (dict.contains("nc") && dict.at("nc").isInt()) checkpoint.class_count = static_cast<int>(dict.at("nc").toInt());
-      if (dict.contains("imgsz") && dict.at("imgsz").isInt()) checkpoint.image_size = static_cast<int>(dict.at("imgsz").toInt());
+      if (dict.contains("nc") && dict.at("nc").isInt()) {
+        checkpoint.class_count = bounded(path, "nc", std::to_string(dict.at("nc").toInt()), 1, kMaxClasses);
+      }
+      if (dict.contains("imgsz") && dict.at("imgsz").isInt()) {
+        checkpoint.image_size = bounded(path, "imgsz", std::to_string(dict.at("imgsz").toInt()), kMinImageSize, kMaxImageSize);
+      }
       if (dict.contains("names")) {
         const c10::IValue& names = dict.at("names");
         std::map<std::int64_t, std::string> by_index;
@@ -143,7 +160,13 @@ Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& f
           }
         } else if (names.isList()) {
           std::int64_t i = 0;
-          for (const auto& v : names.toList().vec()) by_index[i++] = v.isString() ? v.toStringRef() : fmt::format("class_{}", i - 1);
+          for (const auto& v : names.toList().vec()) {
+            by_index[i] = v.isString() ? v.toStringRef() : fmt::format("class_{}", i);
+            ++i;
+          }
+        }
+        if (by_index.size() > static_cast<std::size_t>(kMaxClasses)) {
+          bad(path, fmt::format("{} class names, more than the {} libreyolo reads", by_index.size(), kMaxClasses));
         }
         for (const auto& [index, name] : by_index) {
           if (index != static_cast<std::int64_t>(checkpoint.names.size())) bad(path, "class names are not numbered 0..nc-1");

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
+#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstring>
@@ -252,7 +253,7 @@ class Unpickler {
   c10::IValue persistent_load(const c10::IValue& id) {
     // ('storage', <typed storage global>, key, location, numel)
     if (!id.isTuple() || id.toTupleRef().elements().size() != 5) fail("persistent id that is not a storage");
-    const auto& parts = id.toTupleRef().elements();
+    const std::vector<c10::IValue> parts = id.toTupleRef().elements().vec();
     const auto type_name = global_name(parts[1]);
     if (!parts[0].isString() || parts[0].toStringRef() != "storage" || !type_name || !parts[2].isString() ||
         !parts[4].isInt()) {

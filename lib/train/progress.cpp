@@ -27,7 +27,7 @@ std::string Progress::header() const {
 }
 
 void Progress::print_header() const {
-  if (!quiet_) log::write("", "\n" + header());
+  if (!quiet_) log::write("", fmt::format("\n{}", header()));
 }
 
 std::string Progress::line(const ProgressValues& v) {

@@ -280,7 +280,7 @@ void restore_resume_state(Training& t, TrainState& state) {
 }  // namespace
 
 std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state) {
-  auto t = std::make_unique<Training>(Training{.config = config});
+  auto t = std::make_unique<Training>(config);
   t->device = resolve_device(config.get_text("device"));
   t->seed = static_cast<std::uint64_t>(std::max<std::int64_t>(0, config.get_int("seed")));
   torch::manual_seed(t->seed);

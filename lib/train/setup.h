@@ -26,6 +26,7 @@
 namespace libreyolo::train {
 
 struct Training {
+  explicit Training(const config::Config& config) : config(config) {}
   const config::Config& config;
   c10::Device device = c10::kCPU;
   std::uint64_t seed = 0;

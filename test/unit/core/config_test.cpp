@@ -2,6 +2,8 @@
 #include "models/checkpoint.h"
 #include "core/error.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -201,7 +203,7 @@ TEST_CASE("train_config.yaml holds every key and loads back to the same values",
   const std::string yaml = original.to_yaml();
   for (const auto& spec : option_table()) {
     INFO(spec.name);
-    const bool written = yaml.find("\n" + std::string(spec.name) + ":") != std::string::npos ||
+    const bool written = yaml.find(fmt::format("\n{}:", spec.name)) != std::string::npos ||
                          yaml.starts_with(std::string(spec.name) + ":");
     CHECK(written == ((spec.commands & command_train) != 0));
   }

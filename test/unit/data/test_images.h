@@ -56,13 +56,12 @@ inline std::vector<std::uint8_t> with_exif_orientation(const std::vector<std::ui
                                           0x01, 0x12, 0, 3, 0, 0, 0, 1,                        // Orientation, SHORT, 1
                                           0, static_cast<std::uint8_t>(orientation), 0, 0,     // value
                                           0, 0, 0, 0};                                         // next IFD
-  std::vector<std::uint8_t> segment = {'E', 'x', 'i', 'f', 0, 0};
-  segment.insert(segment.end(), tiff.begin(), tiff.end());
-  const std::size_t length = segment.size() + 2;
-  std::vector<std::uint8_t> out = {0xFF, 0xD8, 0xFF, 0xE1, static_cast<std::uint8_t>(length >> 8),
-                                   static_cast<std::uint8_t>(length & 0xFF)};
-  out.insert(out.end(), segment.begin(), segment.end());
-  out.insert(out.end(), jpeg.begin() + 2, jpeg.end());
+  const std::size_t length = 2 + 6 + tiff.size();  // the APP1 length counts itself, "Exif\0\0" and the TIFF
+  std::vector<std::uint8_t> out{0xFF, 0xD8, 0xFF, 0xE1, static_cast<std::uint8_t>(length >> 8),
+                                static_cast<std::uint8_t>(length & 0xFF), 'E', 'x', 'i', 'f', 0, 0};
+  // byte by byte: GCC 12's -Wstringop-overflow misreads the range inserts here (a false positive under -Werror)
+  for (const std::uint8_t byte : tiff) out.push_back(byte);
+  for (std::size_t i = 2; i < jpeg.size(); ++i) out.push_back(jpeg[i]);
   return out;
 }
 
