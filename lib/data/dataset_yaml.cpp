@@ -26,6 +26,13 @@ namespace {
 
 constexpr std::array<std::string_view, 3> kBuiltins{"coco8", "coco128", "coco"};
 
+// Whether a path names something, with no exception: a name too long or unreadable names nothing
+// a dataset can use (the messages below say which path was looked for).
+bool present(const fs::path& path) {
+  std::error_code error;
+  return fs::exists(path, error);
+}
+
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
   return text;
@@ -102,7 +109,7 @@ fs::path resolve_root(const YAML::Node& node, const fs::path& yaml_file, bool bu
   if (path.is_absolute()) return path;
   if (builtin) return datasets_dir() / path;
   for (const auto& base : {yaml_file.parent_path(), fs::current_path(), datasets_dir()}) {
-    if (fs::exists(base / path)) return (base / path).lexically_normal();
+    if (present(base / path)) return (base / path).lexically_normal();
   }
   return (yaml_file.parent_path() / path).lexically_normal();
 }
@@ -129,15 +136,15 @@ void DatasetSpec::merge_classes() {
 DatasetSpec load_dataset_spec(const std::string& data) {
   DatasetSpec spec;
   std::string name = data;
-  if (name.ends_with(".yaml") && !fs::exists(name)) name = name.substr(0, name.size() - 5);
+  if (name.ends_with(".yaml") && !present(name)) name = name.substr(0, name.size() - 5);
   const bool builtin = std::find(kBuiltins.begin(), kBuiltins.end(), lower(name)) != kBuiltins.end() &&
-                       !fs::exists(data);
+                       !present(data);
   if (builtin) {
     spec.builtin_name = lower(name);
     spec.yaml_file = find_builtin_yaml(spec.builtin_name);
   } else {
     spec.yaml_file = data;
-    if (!fs::is_regular_file(spec.yaml_file)) {
+    if (std::error_code error; !fs::is_regular_file(spec.yaml_file, error)) {
       throw DataError(fmt::format("data={}: no such file; give a dataset YAML or a built-in name (coco8, coco128, coco)",
                                   data));
     }
@@ -172,7 +179,7 @@ DatasetSpec load_dataset_spec(const std::string& data) {
     throw DataError(fmt::format("{}: key 'train' (and 'val') missing; give the image folders or lists", spec.yaml_file.string()));
   }
 
-  if (builtin && !fs::exists(spec.root)) {
+  if (builtin && !present(spec.root)) {
     throw DataError(fmt::format("dataset {} not found at {}: download {} and unzip it there (or set LIBREYOLO_DATASETS "
                                 "to the folder that holds {})",
                                 spec.builtin_name, spec.root.string(), spec.download, spec.builtin_name));

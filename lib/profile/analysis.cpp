@@ -550,10 +550,11 @@ void check_profile(const nlohmann::ordered_json& p, const std::filesystem::path&
 nlohmann::ordered_json load_profile(const std::filesystem::path& given) {
   // A run folder stands for its profile.json (or, without one, its raw trace).
   std::filesystem::path path = given;
-  if (std::filesystem::is_directory(given)) {
+  std::error_code error;  // a path that cannot be looked at is reported by the read below
+  if (std::filesystem::is_directory(given, error)) {
     path = given / "profile.json";
-    if (!std::filesystem::exists(path)) path = given / "profile_trace.json";
-    if (!std::filesystem::exists(path)) {
+    if (!std::filesystem::exists(path, error)) path = given / "profile_trace.json";
+    if (!std::filesystem::exists(path, error)) {
       throw UsageError(fmt::format("{}: a folder without profile.json or profile_trace.json; give a run folder "
                                    "trained with profile=true, or the path of a profile file", given.string()));
     }
@@ -568,7 +569,7 @@ nlohmann::ordered_json load_profile(const std::filesystem::path& given) {
   const Trace trace = parse_trace(document, path.string());
   std::optional<StepSummary> summary;
   const auto sibling = path.parent_path() / "profile_summary.json";
-  if (std::filesystem::exists(sibling)) {
+  if (std::filesystem::exists(sibling, error)) {
     try {
       summary = summary_from_json(parse_json_text<nlohmann::json>(read_file_text(sibling), sibling), sibling.string());
     } catch (const nlohmann::json::exception& error) {

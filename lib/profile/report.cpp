@@ -57,9 +57,9 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
     line(fmt::format("  peak VRAM {:.0f} MB  |  Tensor Cores {:.0f}% of GPU time  |  memcpy {:.1f} ms/step",
                      number(p, "peak_vram_mb"), number(p, "tensorcore_pct"), number(p, "memcpy_ms_per_step")));
   } else if (gpu) {
-    line(fmt::format("  GPU util not measured: {}", text_of(p["gpu_trace"]["reason"])));
+    line(fmt::format("  GPU util not measured: {}", text_of(p["gpu_trace"].value("reason", nlohmann::ordered_json()))));
     line(fmt::format("  peak VRAM {:.0f} MB", number(p, "peak_vram_mb")));
-  } else if (p["cpu_util"].is_number()) {
+  } else if (p.value("cpu_util", nlohmann::ordered_json()).is_number()) {
     const bool synced = p.contains("window") && p["window"].value("ops_window", "") == "synced";
     line(fmt::format("  CPU util {:.0f}%  ({:.1f} ms in operators / {:.1f} ms step{}, training thread)  |  {} ops/step",
                      100 * number(p, "cpu_util"), number(p, "cpu_busy_ms_per_step"), number(p, "cpu_window_step_ms", step),

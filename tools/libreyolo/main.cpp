@@ -4,9 +4,16 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
+
 #include <array>
+#include <cstdlib>
 #include <exception>
 #include <string_view>
+
+#ifndef LIBREYOLO_GOMP_SPINCOUNT
+#define LIBREYOLO_GOMP_SPINCOUNT "777"
+#endif
 
 namespace {
 
@@ -31,6 +38,21 @@ constexpr std::array<Subcommand, 10> kSubcommands{{
     {"man-options", libreyolo::cli::run_man_options, "(maintainers) troff OPTIONS section for a command"},
 }};
 
+// The OpenMP wait policy of the commands that compute (train, val, predict, profile): libgomp's
+// threads spin GOMP_SPINCOUNT times at each barrier before they sleep (default 300000). Alone that
+// saves a wake-up per parallel region; when another process wants the same cores, a spinning
+// thread burns the slice its descheduled partner needs (bench/contention.py). libgomp reads its
+// environment once, in its constructor, before main() and even before .preinit_array can change
+// the environment; so the process starts itself again with the variable set. A user's
+// OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins.
+void choose_openmp_wait_policy(char** argv, std::string_view command) {
+  if (command != "train" && command != "val" && command != "predict" && command != "profile") return;
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  ::setenv("GOMP_SPINCOUNT", LIBREYOLO_GOMP_SPINCOUNT, 0);
+  ::execv("/proc/self/exe", argv);  // returns only on failure: go on with libgomp's default
+  ::unsetenv("GOMP_SPINCOUNT");
+}
+
 void print_usage() {
   fmt::print("usage: libreyolo <command> [key=value ...]\n\ncommands:\n");
   for (const auto& command : kSubcommands) fmt::print("  {:<12} {}\n", command.name, command.summary);
@@ -51,6 +73,7 @@ int main(int argc, char** argv) {
 
   const std::string name = arguments.front();
   arguments.erase(arguments.begin());
+  choose_openmp_wait_policy(argv, name);
   for (const auto& command : kSubcommands) {
     if (command.name != name) continue;
     try {

@@ -105,7 +105,7 @@ int kernels_command(const nlohmann::ordered_json& p, int top, const std::string&
   }
   if (p.value("device_kind", "") != "cuda" || p["kernels"].empty()) {
     fmt::print(stderr, "no GPU kernels in this profile ({}); `libreyolo profile ops` lists the CPU operators\n",
-               p.contains("gpu_trace") ? cell(p["gpu_trace"]["reason"], 0) : "no GPU trace");
+               p.contains("gpu_trace") ? cell(p["gpu_trace"].value("reason", nlohmann::ordered_json()), 0) : "no GPU trace");
   }
   fmt::print("{:>6} {:>9} {:>7} {:>3}  {}\n", "%GPU", "ms/step", "x/step", "TC", "kernel [category]");
   for (const auto& k : rows) {
