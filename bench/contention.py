@@ -1,10 +1,14 @@
 """CPU contention: one training alone, then two of the same started together on this machine,
-for each OpenMP setting. A fair share costs each run about 2x on a machine whose cores both
-runs want; busy-waiting OpenMP threads can cost far more (a run spinning at a barrier while the
+for each setting. A fair share costs each run about 2x on a machine whose cores both runs want;
+OpenMP threads that wait for each other at barriers can cost far more (a run spinning while the
 thread it waits for is descheduled). Prints one JSON line per setting with medians and the
 slowdown of a pair against a run alone.
 
-    python3 bench/contention.py [--repeat 3] [--settings "inherit,GOMP_SPINCOUNT=300000,OMP_WAIT_POLICY=PASSIVE"]
+    python3 bench/contention.py [--repeat 3] [--settings "inherit,OMP_NUM_THREADS=2,GOMP_SPINCOUNT=3000"]
+
+"inherit" is libreyolo's own choice (its contention hook lowers the intra-op threads while the
+run waits for CPUs); OMP_NUM_THREADS=N pins the thread count, which turns the hook off (the
+behaviour before it); GOMP_SPINCOUNT / OMP_WAIT_POLICY change libgomp's wait policy.
 
 Each run: YOLOv9-t from scratch, one epoch of the synthetic dataset (240 images at 192 px,
 batch 8), validation off. "inherit" runs with the environment as it is (the binary's own
@@ -39,7 +43,7 @@ def command(work, name):
 
 def environment(setting):
     env = dict(os.environ)
-    for key in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "LIBREYOLO_OMP_TUNED"):
+    for key in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OMP_NUM_THREADS"):
         if setting != "inherit":
             env.pop(key, None)
     if setting != "inherit":
@@ -60,7 +64,7 @@ def timed(commands, env):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--settings", default="inherit,GOMP_SPINCOUNT=300000,OMP_WAIT_POLICY=PASSIVE")
+    parser.add_argument("--settings", default="inherit,OMP_NUM_THREADS=2")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         work = pathlib.Path(folder)

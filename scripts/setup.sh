@@ -23,6 +23,7 @@ packages=(
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libfmt-dev catch2
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libturbojpeg0-dev libjpeg62-turbo-dev
   chromium  # test-time only: renders the profiler's timeline.html headless
+  clang libclang-rt-14-dev  # test-time only: libFuzzer for the fuzz suite (test/fuzz/fuzz.sh)
 )
 have_python_venv() { command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null; }
 have_python_venv || packages+=(python3 python3-venv)

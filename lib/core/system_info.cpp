@@ -9,9 +9,36 @@
 #include <opencv2/core/version.hpp>
 #include <torch/version.h>
 
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <thread>
 
 namespace libreyolo {
+
+int usable_cpus() {
+  int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (::sched_getaffinity(0, sizeof mask, &mask) == 0) cpus = CPU_COUNT(&mask);
+  std::ifstream quota_file("/sys/fs/cgroup/cpu.max");  // "max 100000" or "<quota> <period>"
+  std::string quota;
+  double period = 0;
+  if (quota_file >> quota >> period && quota != "max" && period > 0) {
+    const double share = std::atof(quota.c_str()) / period;
+    if (share > 0) cpus = std::min(cpus, static_cast<int>(std::ceil(share)));
+  }
+  return std::max(cpus, 1);
+}
+
+void choose_intra_op_threads() {
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return;
+  const int usable = usable_cpus();
+  if (at::get_num_threads() > usable) at::set_num_threads(usable);
+}
 
 SystemInfo collect_system_info() {
   SystemInfo info;
@@ -19,7 +46,7 @@ SystemInfo collect_system_info() {
   info.git_revision = git_revision();
   info.torch_version = TORCH_VERSION;
   info.opencv_version = CV_VERSION;
-  info.cpu_threads = static_cast<int>(std::thread::hardware_concurrency());
+  info.cpu_threads = usable_cpus();
   info.torch_threads = at::get_num_threads();
   info.cupti_compiled = LIBREYOLO_HAVE_CUPTI;
   info.cuda = cuda::query_cuda_info();

@@ -15,11 +15,20 @@ struct SystemInfo {
   std::string git_revision;
   std::string torch_version;
   std::string opencv_version;
-  int cpu_threads = 0;       // hardware threads of the machine
+  int cpu_threads = 0;       // CPUs this process may use (usable_cpus)
   int torch_threads = 0;     // intra-op threads LibTorch uses
   bool cupti_compiled = false;
   cuda::CudaInfo cuda;
 };
+
+// CPUs this process may use: its affinity mask (taskset, a container's cpuset), capped by a
+// cgroup v2 CPU quota (docker --cpus) rounded up. Never below 1.
+int usable_cpus();
+
+// LibTorch's default intra-op thread count is the machine's physical cores, whatever share of
+// them this process has; with more threads than usable CPUs they wait on each other at every
+// barrier. Unless OMP_NUM_THREADS says otherwise, this caps the count at usable_cpus().
+void choose_intra_op_threads();
 
 SystemInfo collect_system_info();
 std::string format_system_info(const SystemInfo& info);

@@ -1,5 +1,7 @@
 #include "train/setup.h"
 
+#include "core/system_info.h"
+
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/cuda_info.h"
@@ -287,8 +289,8 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   t->batch_size = static_cast<int>(config.get_int("batch"));
   if (t->batch_size < 1) throw UsageError("batch must be ≥ 1 (batch=-1, AutoBatch, needs a GPU and is not built yet)");
   t->workers = static_cast<int>(config.get_int("workers"));
-  if (const int cpus = static_cast<int>(std::thread::hardware_concurrency()); cpus > 0 && t->workers > cpus) {
-    log::info("workers={} capped at the {} CPUs of this machine", t->workers, cpus);  // as Ultralytics
+  if (const int cpus = usable_cpus(); t->workers > cpus) {
+    log::info("workers={} capped at the {} CPUs this process may use", t->workers, cpus);  // as Ultralytics
     t->workers = cpus;
   }
   t->resume = config.get_text("resume") == "true";

@@ -11,6 +11,7 @@
 #include "train/precise_bn.h"
 #include "train/progress.h"
 #include "train/run_files.h"
+#include "train/contention.h"
 #include "train/signal_stop.h"
 #include "train/step_runner.h"
 #include "train/weight_average.h"
@@ -270,6 +271,7 @@ class Trainer {
         val_loss_(config.get_bool("val_loss")),
         save_plots_(config.get_bool("save_plots")) {
     hooks_.add(std::make_unique<SignalStopHook>());
+    if (auto contention = make_contention_hook(t_.device)) hooks_.add(std::move(contention));
     if (const auto n = config.get_int("average_best"); n > 0) set_up_average(static_cast<int>(n));
     if (!record_.has_own_last()) start_ = snapshot(make_checkpoint(t_, state_, state_.start_epoch - 1, state_.start_batch));
   }

@@ -1,6 +1,7 @@
 // libreyolo: one binary, many subcommands. This file only dispatches.
 #include "commands.h"
 #include "core/error.h"
+#include "core/system_info.h"
 
 #include <fmt/core.h>
 
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
 
   const std::string name = arguments.front();
   arguments.erase(arguments.begin());
+  libreyolo::choose_intra_op_threads();
   choose_openmp_wait_policy(argv, name);
   for (const auto& command : kSubcommands) {
     if (command.name != name) continue;
