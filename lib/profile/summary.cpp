@@ -81,6 +81,11 @@ StepSummary summary_from_json(const nlohmann::json& j, const std::string& source
   StepSummary s;
   s.meta = need(j, "meta");
   if (!s.meta.is_object()) throw UsageError(fmt::format("{}: \"meta\" is not an object", source_name));
+  for (const char* key : {"model", "device", "amp_dtype"}) {
+    if (const auto found = s.meta.find(key); found != s.meta.end() && !found->is_string()) {
+      throw UsageError(fmt::format("{}: meta \"{}\" is {}; expected text", source_name, key, found->dump()));
+    }
+  }
   if (const auto batch = s.meta.find("batch"); batch != s.meta.end() && !(batch->is_number_integer() && batch->get<std::int64_t>() > 0)) {
     throw UsageError(fmt::format("{}: meta \"batch\" is {}; expected a positive whole number", source_name, batch->dump()));
   }

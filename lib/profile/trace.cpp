@@ -105,8 +105,11 @@ Trace parse_trace(const nlohmann::json& document, const std::string& source_name
         flow.to_us = time("ts"), flow.to_pid = pid, flow.to_tid = tid;
       }
     } else if (phase == "M") {
-      const auto args = e.value("args", nlohmann::json::object());
-      const std::string name = args.is_object() ? args.value("name", "") : "";
+      // a name that is not text is no name (other tools put numbers there)
+      std::string name;
+      if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
+        if (const auto named = args->find("name"); named != args->end() && named->is_string()) name = named->get<std::string>();
+      }
       if (e.value("name", "") == "process_name") trace.process_names[pid] = name;
       if (e.value("name", "") == "thread_name") trace.thread_names[{pid, tid}] = name;
     }
@@ -127,7 +130,7 @@ template <typename Json>
 Json parse_json_text(const std::string& text, const std::filesystem::path& source) {
   try {
     return Json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {  // parse_error, or out_of_range for a number like 1E613
     throw UsageError(fmt::format("{}: not valid JSON ({})", source.string(), error.what()));
   }
 }

@@ -6,6 +6,7 @@
 set -u
 target=$1
 seconds=${2:-${LIBREYOLO_FUZZ_SECONDS:-20}}
+seed=${LIBREYOLO_FUZZ_SEED:-1}  # fixed in the test suite, so that a run is repeatable; 0 draws one
 source_root=${LIBREYOLO_SOURCE_ROOT:?}
 build_root=${LIBREYOLO_BUILD_ROOT:?}
 fuzz_build=$build_root/fuzz
@@ -30,7 +31,7 @@ cp -r "$source_root/test/fuzz/corpus/$target" "$work/corpus"
 mkdir -p "$work/artifacts"
 # rss_limit: an input may not make a reader take more than 2 GB; malloc_limit: nor one allocation of 512 MB
 LIBREYOLO_FUZZ_TARGET=$target LIBREYOLO_FUZZ_DIR=$work OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 \
-  "$fuzz_build/test/fuzz/libreyolo_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=512 \
+  "$fuzz_build/test/fuzz/libreyolo_fuzz" -max_total_time="$seconds" -seed="$seed" -rss_limit_mb=2048 -malloc_limit_mb=512 \
   -max_len=65536 -timeout=10 -error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" >"$work/log" 2>&1
 status=$?
 grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+ +DONE" "$work/log" | sed "s/^/$target: /"
