@@ -81,8 +81,9 @@ StepSummary summary_from_json(const nlohmann::json& j, const std::string& source
   StepSummary s;
   s.meta = need(j, "meta");
   if (!s.meta.is_object()) throw UsageError(fmt::format("{}: \"meta\" is not an object", source_name));
-  for (const char* key : {"model", "device", "amp_dtype"}) {
-    if (const auto found = s.meta.find(key); found != s.meta.end() && !found->is_string()) {
+  for (const char* key : {"model", "device", "amp_dtype"}) {  // amp_dtype is null without AMP
+    const auto found = s.meta.find(key);
+    if (found != s.meta.end() && !found->is_string() && !(found->is_null() && std::string_view(key) == "amp_dtype")) {
       throw UsageError(fmt::format("{}: meta \"{}\" is {}; expected text", source_name, key, found->dump()));
     }
   }
