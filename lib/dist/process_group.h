@@ -1,0 +1,45 @@
+// The process group of a data-parallel run: c10d's TCPStore on rank 0 for the rendezvous and a
+// c10d backend for the collectives (Gloo on the CPU; NCCL on CUDA comes with the GPU path). This
+// is PyTorch's own distributed engine from our LibTorch; nothing of it is ours but the setup.
+#pragma once
+
+#include "dist/launch_env.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace c10d {
+class ProcessGroup;
+}
+namespace c10 {
+template <class T, class NullType>
+class intrusive_ptr;
+}
+
+namespace libreyolo::dist {
+
+struct GroupOptions {
+  std::string backend = "gloo";
+  std::chrono::seconds timeout{1800};  // dist_timeout: the rendezvous and every collective
+};
+
+// An open process group. Collectives go through group().
+class Group {
+ public:
+  Group(const LaunchEnv& env, const GroupOptions& options);
+  ~Group();
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  c10d::ProcessGroup& group();
+  int rank() const { return env_.rank; }
+  int world_size() const { return env_.world_size; }
+
+ private:
+  struct State;
+  LaunchEnv env_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace libreyolo::dist

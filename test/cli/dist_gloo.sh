@@ -1,0 +1,69 @@
+# Data-parallel process groups on c10d's Gloo backend, on 127.0.0.1 only: two ranks started by
+# hand with torchrun's variables, by torchrun itself (the test venv's), with a hand-set Slurm
+# environment, and two "nodes" of one rank each; then the failures: a taken port and a rank that
+# never comes, each a clear message within the timeout, never a hang.
+. "$(dirname "$0")/lib.sh"
+: "${DIST_SELFTEST:?}"
+python=${LIBREYOLO_PYTHON:-python3}
+command -v "$python" >/dev/null 2>&1 || python=python3
+free_port() { "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# run_ranks NAME VARS0 -- VARS1 : both ranks in the background, each with its own variables
+run_ranks() {
+  name=$1; shift
+  env $1 timeout 60 "$DIST_SELFTEST" 20 >"$name.0" 2>&1 & p0=$!
+  env $2 timeout 60 "$DIST_SELFTEST" 20 >"$name.1" 2>&1 & p1=$!
+  wait $p0; c0=$?; wait $p1; c1=$?
+  if [ "$c0" -ne 0 ] || [ "$c1" -ne 0 ]; then fail "$name: ranks exited $c0 and $c1"; cat "$name.0" "$name.1"; fi
+}
+
+port=$(free_port)
+run_ranks torchrun_vars "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port" \
+  "RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port"
+expect_in torchrun_vars.0 "rank 0/2 ok (torchrun, local rank 0"
+expect_in torchrun_vars.1 "rank 1/2 ok (torchrun, local rank 1"
+
+port=$(free_port)
+run_ranks slurm "SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_LOCALID=0 SLURM_NTASKS_PER_NODE=2 SLURM_JOB_NODELIST=localhost MASTER_PORT=$port" \
+  "SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=1 SLURM_NTASKS_PER_NODE=2 SLURM_JOB_NODELIST=localhost MASTER_PORT=$port"
+expect_in slurm.1 "rank 1/2 ok (slurm, local rank 1, master localhost:$port)"
+
+# two nodes of one rank each, as torchrun --nnodes 2 sets them
+port=$(free_port)
+run_ranks nodes "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port" \
+  "RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port"
+expect_in nodes.1 "rank 1/2 ok (torchrun, local rank 0"
+
+# the real launcher
+torchrun=$(dirname "$python")/torchrun
+if [ -x "$torchrun" ]; then
+  port=$(free_port)
+  timeout 90 "$torchrun" --nproc_per_node 2 --master_addr 127.0.0.1 --master_port "$port" --no-python "$DIST_SELFTEST" 20 \
+    >torchrun.out 2>&1 || { fail "torchrun exited $?"; cat torchrun.out; }
+  expect_in torchrun.out "rank 0/2 ok (torchrun"
+  expect_in torchrun.out "rank 1/2 ok (torchrun"
+else
+  echo "note: no torchrun at $torchrun; the launcher run is left out"
+fi
+
+# a taken port: rank 0 cannot serve the rendezvous
+"$python" -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)' >busy_port &
+holder=$!
+for _ in $(seq 50); do [ -s busy_port ] && break; sleep 0.1; done
+port=$(cat busy_port)
+RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 30 "$DIST_SELFTEST" 5 >taken.out 2>&1
+code=$?
+kill "$holder" 2>/dev/null
+[ "$code" -eq 1 ] || { fail "a taken port exited $code, expected 1"; cat taken.out; }
+expect_in taken.out "master_port $port is in use (another training?): pass master_port=<free port> or let libreyolo pick one"
+
+# a rank that never comes: rank 0 gives up after the timeout with a message
+port=$(free_port)
+start=$(date +%s)
+RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 60 "$DIST_SELFTEST" 3 >alone.out 2>&1
+code=$?
+[ "$code" -eq 1 ] || { fail "a missing rank exited $code, expected 1"; cat alone.out; }
+[ $(( $(date +%s) - start )) -lt 30 ] || fail "a missing rank took more than 30 s with a 3 s timeout"
+expect_in alone.out "did not complete within 3 s"
+finish
