@@ -5,17 +5,11 @@
 
 #include "dist/launch_env.h"
 
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
 #include <chrono>
 #include <memory>
 #include <string>
-
-namespace c10d {
-class ProcessGroup;
-}
-namespace c10 {
-template <class T, class NullType>
-class intrusive_ptr;
-}
 
 namespace libreyolo::dist {
 
@@ -33,6 +27,7 @@ class Group {
   Group& operator=(const Group&) = delete;
 
   c10d::ProcessGroup& group();
+  const c10::intrusive_ptr<c10d::ProcessGroup>& handle() const;
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
 

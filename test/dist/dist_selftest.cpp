@@ -1,6 +1,8 @@
 // One rank of a data-parallel self-test: rendezvous through the launcher's variables (torchrun,
 // Slurm, or set by hand), then an all-reduce and a broadcast over c10d's Gloo backend, checked
-// against their definitions. Prints "rank R/W ok" or exits 1.
+// against their definitions; then c10d's own Reducer (the one PyTorch DDP uses), driven from C++:
+// its gradient hooks must leave every rank with the mean of the ranks' gradients, for two steps.
+// Prints "rank R/W ok" or exits 1.
 #include "core/error.h"
 #include "dist/launch_env.h"
 #include "dist/process_group.h"
@@ -8,6 +10,9 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
 
 #include <chrono>
 #include <exception>
@@ -32,8 +37,34 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "rank {}: broadcast from rank 0 did not arrive\n", r);
       return 1;
     }
+    // The Reducer: a Linear(8, 4) with the same initial weights everywhere; rank r's batch is
+    // 4 rows of (r + 1), so d(sum)/dW = 4 (r + 1) and d(sum)/db = 4; the mean over W ranks is
+    // dW = 2 (W + 1), db = 4.
+    torch::manual_seed(0);
+    torch::nn::Linear model(8, 4);
+    const auto params = model->parameters();
+    const auto [buckets, limits] =
+        c10d::compute_bucket_assignment_by_size(params, {static_cast<std::size_t>(1) << 20, static_cast<std::size_t>(25) << 20},
+                                                std::vector<bool>(params.size(), false));
+    const std::vector<std::int64_t> caps(limits.begin(), limits.end());
+    c10d::Reducer reducer(params, buckets, group.handle(), std::vector<bool>(params.size(), false), 25 << 20,
+                          /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/false, {}, 1 << 20,
+                          /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, caps);
+    for (int step = 0; step < 2; ++step) {
+      for (auto& p : model->parameters()) p.mutable_grad() = at::Tensor();
+      reducer.prepare_for_forward();
+      const at::Tensor loss = model(at::full({4, 8}, static_cast<float>(r + 1))).sum();
+      reducer.prepare_for_backward({loss});
+      loss.backward();
+      const float dw = 2.0f * static_cast<float>(w + 1);
+      if (!at::allclose(model->weight.grad(), at::full({4, 8}, dw)) || !at::allclose(model->bias.grad(), at::full({4}, 4.0f))) {
+        fmt::print(stderr, "rank {} step {}: reducer gradients dW {} db {}, expected {} and 4\n", r, step,
+                   model->weight.grad()[0][0].item<float>(), model->bias.grad()[0].item<float>(), dw);
+        return 1;
+      }
+    }
     group.group().barrier()->wait();
-    fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{})\n", r, w, env.launcher, env.local_rank, env.master_addr,
+    fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{}; all-reduce, broadcast, Reducer)\n", r, w, env.launcher, env.local_rank, env.master_addr,
                env.master_port);
     return 0;
   } catch (...) {
