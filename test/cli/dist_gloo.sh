@@ -26,7 +26,7 @@ expect_in torchrun_vars.1 "rank 1/2 ok (torchrun, local rank 1"
 port=$(free_port)
 run_ranks slurm "SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_LOCALID=0 SLURM_NTASKS_PER_NODE=2 SLURM_JOB_NODELIST=localhost MASTER_PORT=$port" \
   "SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=1 SLURM_NTASKS_PER_NODE=2 SLURM_JOB_NODELIST=localhost MASTER_PORT=$port"
-expect_in slurm.1 "rank 1/2 ok (slurm, local rank 1, master localhost:$port)"
+expect_in slurm.1 "rank 1/2 ok (slurm, local rank 1, master localhost:$port;"
 
 # two nodes of one rank each, as torchrun --nnodes 2 sets them
 port=$(free_port)
