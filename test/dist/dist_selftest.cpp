@@ -4,7 +4,9 @@
 // its gradient hooks must leave every rank with the mean of the ranks' gradients, for two steps.
 // Prints "rank R/W ok" or exits 1.
 #include "core/error.h"
+#include "dist/gradient_sync.h"
 #include "dist/launch_env.h"
+#include "train/train_state.h"
 #include "dist/process_group.h"
 
 #include <ATen/ATen.h>
@@ -63,8 +65,38 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
+    // The trainer's hook: rank-dependent initial weights are replaced by rank 0's; with an
+    // accumulation window of 2 micro-steps, the first keeps its gradient local (no_sync) and the
+    // second leaves the mean of the window's sums: 4 (r + 1) + 4 (r + 1) locally, 4 (W + 1) averaged.
+    torch::manual_seed(100 + static_cast<std::uint64_t>(r));
+    torch::nn::Linear hooked(8, 4);
+    torch::manual_seed(100);
+    const at::Tensor rank0_weight = torch::nn::Linear(8, 4)->weight.detach().clone();
+    libreyolo::dist::GradientSync sync(group);
+    libreyolo::train::TrainState state;
+    state.accumulate = 2;
+    state.batches_per_epoch = 2;
+    libreyolo::train::RunInfo info;
+    info.model = hooked.get();
+    sync.on_train_start(info, state);
+    if (!at::equal(hooked->weight.detach(), rank0_weight)) {
+      fmt::print(stderr, "rank {}: the start broadcast did not give rank 0's weights\n", r);
+      return 1;
+    }
+    for (state.batch = 0; state.batch < 2; ++state.batch) {
+      sync.on_step_start(state);
+      sync.on_phase_start(libreyolo::train::Phase::forward);
+      const at::Tensor loss = hooked(at::full({4, 8}, static_cast<float>(r + 1))).sum();
+      sync.on_phase_start(libreyolo::train::Phase::backward);
+      loss.backward();
+      const float want = state.batch == 0 ? 4.0f * static_cast<float>(r + 1) : 4.0f * static_cast<float>(w + 1);
+      if (!at::allclose(hooked->weight.grad(), at::full({4, 8}, want))) {
+        fmt::print(stderr, "rank {} micro-step {}: dW {}, expected {}\n", r, state.batch, hooked->weight.grad()[0][0].item<float>(), want);
+        return 1;
+      }
+    }
     group.group().barrier()->wait();
-    fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{}; all-reduce, broadcast, Reducer)\n", r, w, env.launcher, env.local_rank, env.master_addr,
+    fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{}; all-reduce, broadcast, Reducer, GradientSync)\n", r, w, env.launcher, env.local_rank, env.master_addr,
                env.master_port);
     return 0;
   } catch (...) {

@@ -1,0 +1,53 @@
+#include "dist/gradient_sync.h"
+
+#include "core/error.h"
+#include "train/train_state.h"
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+#include <torch/nn/module.h>
+
+namespace libreyolo::dist {
+
+GradientSync::GradientSync(Group& group, std::int64_t bucket_bytes, std::int64_t first_bucket_bytes)
+    : group_(group), bucket_bytes_(bucket_bytes), first_bucket_bytes_(first_bucket_bytes) {}
+
+GradientSync::~GradientSync() = default;
+
+void GradientSync::broadcast_state(torch::nn::Module& module) {
+  std::vector<at::Tensor> tensors;
+  for (const auto& parameter : module.parameters()) tensors.push_back(parameter.detach());
+  for (const auto& buffer : module.buffers()) tensors.push_back(buffer.detach());
+  if (!tensors.empty()) c10d::broadcast_coalesced(group_.handle(), tensors, static_cast<std::size_t>(256) << 20, 0);
+}
+
+void GradientSync::on_train_start(const train::RunInfo& info, const train::TrainState&) {
+  if (info.model == nullptr) throw RuntimeError("data-parallel training needs the trained module (RunInfo.model)");
+  broadcast_state(*info.model);
+  std::vector<at::Tensor> parameters;
+  for (const auto& parameter : info.model->parameters()) {
+    if (parameter.requires_grad()) parameters.push_back(parameter);
+  }
+  const std::vector<bool> sparse(parameters.size(), false);
+  const auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
+      parameters, {static_cast<std::size_t>(first_bucket_bytes_), static_cast<std::size_t>(bucket_bytes_)}, sparse);
+  reducer_ = std::make_unique<c10d::Reducer>(parameters, buckets, group_.handle(), sparse, bucket_bytes_,
+                                             /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/false,
+                                             std::unordered_map<std::size_t, std::string>{}, first_bucket_bytes_,
+                                             /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,
+                                             std::vector<std::int64_t>(limits.begin(), limits.end()));
+}
+
+void GradientSync::on_step_start(const train::TrainState& state) {
+  sync_step_ = state.batch + 1 - state.window_start() == state.window_length();
+}
+
+void GradientSync::on_phase_start(train::Phase phase) {
+  if (!reducer_) return;
+  if (phase == train::Phase::forward) reducer_->prepare_for_forward();
+  // Armed only on a window's last micro-step: the others keep their gradients local (no_sync).
+  if (phase == train::Phase::backward && sync_step_) reducer_->prepare_for_backward({});
+}
+
+}  // namespace libreyolo::dist

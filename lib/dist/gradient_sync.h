@@ -1,0 +1,39 @@
+// Data-parallel gradients through c10d's own Reducer, the one PyTorch DDP uses, attached to the
+// trainer as a hook: parameters and buffers are broadcast from rank 0 when training starts; every
+// micro-step that ends an accumulation window arms the Reducer before backward, whose autograd
+// hooks then all-reduce the gradients in buckets (about 25 MB, the first 1 MB) while backward
+// still runs and leave every rank with their mean. Micro-steps inside a window are not armed:
+// their gradients accumulate locally (DDP's no_sync), and the window's last step averages the sum.
+#pragma once
+
+#include "dist/process_group.h"
+#include "train/hooks.h"
+
+#include <memory>
+
+namespace c10d {
+class Reducer;
+}
+
+namespace libreyolo::dist {
+
+class GradientSync final : public train::TrainHook {
+ public:
+  explicit GradientSync(Group& group, std::int64_t bucket_bytes = 25 << 20, std::int64_t first_bucket_bytes = 1 << 20);
+  ~GradientSync() override;
+
+  void on_train_start(const train::RunInfo& info, const train::TrainState& state) override;
+  void on_step_start(const train::TrainState& state) override;
+  void on_phase_start(train::Phase phase) override;
+
+  // Parameters and buffers from rank 0 (at the start and after a resume).
+  void broadcast_state(torch::nn::Module& module);
+
+ private:
+  Group& group_;
+  std::int64_t bucket_bytes_, first_bucket_bytes_;
+  std::unique_ptr<c10d::Reducer> reducer_;
+  bool sync_step_ = true;
+};
+
+}  // namespace libreyolo::dist
