@@ -28,6 +28,14 @@ run_ranks slurm "SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_LOCALID=0 SLURM_NTASKS_PER_
   "SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=1 SLURM_NTASKS_PER_NODE=2 SLURM_JOB_NODELIST=localhost MASTER_PORT=$port"
 expect_in slurm.1 "rank 1/2 ok (slurm, local rank 1, master localhost:$port;"
 
+# three ranks: the means and the no_sync window hold for any world size
+port=$(free_port)
+for r in 0 1 2; do
+  RANK=$r WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 60 "$DIST_SELFTEST" 20 >three.$r 2>&1 &
+done
+wait
+for r in 0 1 2; do expect_in three.$r "rank $r/3 ok"; done
+
 # two nodes of one rank each, as torchrun --nnodes 2 sets them
 port=$(free_port)
 run_ranks nodes "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port" \
