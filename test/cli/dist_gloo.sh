@@ -54,6 +54,33 @@ else
   echo "note: no torchrun at $torchrun; the launcher run is left out"
 fi
 
+# the self-spawn launcher (what device=0,1 will use): a free port of its own, rank 0's lines as
+# they are and the others' prefixed; a failing rank stops the others and is named; SIGTERM reaches
+# every rank once
+if [ -n "${DIST_SPAWN:-}" ]; then
+  timeout 60 "$DIST_SPAWN" 2 "$DIST_SELFTEST" 20 >spawn.out 2>&1 || { fail "dist_spawn exited $?"; cat spawn.out; }
+  grep -q "^rank 0/2 ok (torchrun" spawn.out || { fail "rank 0's line is not unprefixed"; cat spawn.out; }
+  expect_in spawn.out "[rank 1] rank 1/2 ok (torchrun, local rank 1, master 127.0.0.1:"
+  start=$(date +%s)
+  timeout 60 "$DIST_SPAWN" 2 /bin/sh -c 'if [ "$RANK" = 1 ]; then echo boom; exit 5; fi; echo "rank $RANK waits"; sleep 50' \
+    >failed.out 2>&1
+  code=$?
+  [ "$code" -eq 5 ] || { fail "a failed rank gave exit $code, expected its 5"; cat failed.out; }
+  [ $(( $(date +%s) - start )) -lt 20 ] || fail "the other rank was not stopped after rank 1 failed"
+  expect_in failed.out "libreyolo: error: rank 1 failed with exit code 5; the other ranks were stopped. Its last lines:"
+  expect_in failed.out "  | boom"
+  "$DIST_SPAWN" 2 /bin/sh -c 'trap "echo rank \$RANK got TERM; exit 143" TERM; echo "rank $RANK up"; sleep 50 & wait' \
+    >term.out 2>&1 &
+  launcher=$!
+  for _ in $(seq 100); do [ "$(grep -c ' up$' term.out 2>/dev/null)" -eq 2 ] && break; sleep 0.1; done
+  kill -TERM "$launcher"
+  wait "$launcher"; code=$?
+  [ "$code" -eq 143 ] || { fail "SIGTERM to the launcher gave exit $code, expected 143"; cat term.out; }
+  expect_in term.out "rank 0 got TERM"
+  expect_in term.out "[rank 1] rank 1 got TERM"
+  [ "$(grep -c 'got TERM' term.out)" -eq 2 ] || { fail "each rank should get SIGTERM once"; cat term.out; }
+fi
+
 # a taken port: rank 0 cannot serve the rendezvous
 "$python" -c 'import socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)' >busy_port &
