@@ -81,6 +81,16 @@ if [ -n "${DIST_SPAWN:-}" ]; then
   [ "$(grep -c 'got TERM' term.out)" -eq 2 ] || { fail "each rank should get SIGTERM once"; cat term.out; }
 fi
 
+# libreyolo train started as one rank of several is refused (not yet data-parallel) instead of
+# training alone in every rank
+env RANK=1 WORLD_SIZE=2 "$LIBREYOLO" train model=yolo9-t data=coco8 epochs=1 >rank.out 2>&1
+code=$?
+[ "$code" -eq 2 ] || { fail "train as rank 1 of 2 exited $code, expected 2"; cat rank.out; }
+expect_in rank.out "this process is rank 1 of 2 (torchrun): data-parallel training is not part of"
+env SLURM_PROCID=0 SLURM_NTASKS=1 "$LIBREYOLO" train model=yolo9-t data=nowhere.yaml epochs=1 >slurm1.out 2>&1
+code=$?  # one Slurm task is plain training: here it reaches the data check
+[ "$code" -eq 3 ] || { fail "train as the one Slurm task exited $code, expected 3 (no such data)"; cat slurm1.out; }
+
 # a taken port: rank 0 cannot serve the rendezvous
 "$python" -c 'import socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)' >busy_port &

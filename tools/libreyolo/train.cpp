@@ -9,6 +9,7 @@
 #include "core/run_dir.h"
 #include "data/dataset_yaml.h"
 #include "data/training_data.h"
+#include "dist/launch_env.h"
 #include "profile/profiler_hook.h"
 #include "train/trainer.h"
 
@@ -34,6 +35,13 @@ int run_train(const Arguments& arguments) {
   if (wants_help(arguments)) {
     fmt::print("{}", config::format_command_help(config::command_train));
     return 0;
+  }
+  // Started as one rank of several (torchrun, srun): until the data-parallel trainer is wired in,
+  // every rank would train alone and write its own run folder. Refused rather than done silently.
+  if (const auto env = dist::resolve_launch_env(dist::process_environment()); env.distributed()) {
+    throw UsageError(fmt::format("this process is rank {} of {} ({}): data-parallel training is not part of `libreyolo "
+                                 "train` yet, and each rank would train alone; start one process (nproc_per_node=1)",
+                                 env.rank, env.world_size, env.launcher));
   }
   Arguments given(arguments);
   auto config = models::parse_arguments(config::command_train, given);
