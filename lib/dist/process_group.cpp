@@ -7,7 +7,6 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include <cstring>
 
 namespace libreyolo::dist {
 

@@ -82,15 +82,13 @@ Trace parse_trace(const nlohmann::json& document, const std::string& source_name
         throw UsageError(fmt::format("{}: event {}: \"{}\" is {}; expected a string", source_name, index, key, found->dump()));
       }
     }
-    const auto time = [&](const char* key) {
-      return number_of(e, key, std::string_view(key) == "dur" ? kMaxDurationUs : kMaxTimestampUs, index, source_name);
-    };
+    const auto time = [&](const char* key, double limit = kMaxTimestampUs) { return number_of(e, key, limit, index, source_name); };
     const std::string phase = e.value("ph", "");
     const std::int64_t pid = e.contains("pid") ? id_of(e["pid"]) : 0;
     const std::int64_t tid = e.contains("tid") ? id_of(e["tid"]) : 0;
     if (phase == "X") {
       Event event{.name = e.value("name", ""), .category = e.value("cat", ""), .start_us = time("ts"),
-                  .duration_us = time("dur"), .pid = pid, .tid = tid};
+                  .duration_us = time("dur", kMaxDurationUs), .pid = pid, .tid = tid};
       if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
         if (const auto c = args->find("correlation"); c != args->end() && c->is_number_integer()) event.correlation = c->get<std::int64_t>();
       }
