@@ -59,6 +59,7 @@ Group::Group(const LaunchEnv& env, const GroupOptions& options) : env_(env), sta
 Group::~Group() = default;
 
 c10d::ProcessGroup& Group::group() { return *state_->group; }
+c10d::Store& Group::store() { return *state_->store; }
 const c10::intrusive_ptr<c10d::ProcessGroup>& Group::handle() const { return state_->group; }
 
 }  // namespace libreyolo::dist

@@ -30,6 +30,9 @@ class Group {
   const c10::intrusive_ptr<c10d::ProcessGroup>& handle() const;
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
+  int local_rank() const { return env_.local_rank; }
+  // The rendezvous store (rank 0 publishes the run folder there).
+  c10d::Store& store();
 
  private:
   struct State;

@@ -60,6 +60,35 @@ at::Tensor batch_targets(const std::vector<data::ValSample>& samples, int width,
   return at::tensor(rows).reshape({-1, 6});
 }
 
+// Detections with the plan batch they came from, as rows [batch, image, class, x, y, w, h, score].
+at::Tensor detection_rows(const std::vector<CocoBox>& detections, const std::vector<std::int64_t>& batch_of) {
+  at::Tensor rows = at::empty({static_cast<std::int64_t>(detections.size()), 8}, at::kDouble);
+  double* r = rows.data_ptr<double>();
+  for (std::size_t i = 0; i < detections.size(); ++i) {
+    const CocoBox& d = detections[i];
+    for (const double v : {static_cast<double>(batch_of[i]), static_cast<double>(d.image), static_cast<double>(d.category), d.x,
+                           d.y, d.w, d.h, d.score}) {
+      *r++ = v;
+    }
+  }
+  return rows;
+}
+
+// The gathered rows back as detections in plan order (the order one process produces them).
+std::vector<CocoBox> detections_in_plan_order(const at::Tensor& gathered) {
+  const at::Tensor rows = gathered.contiguous();
+  const auto a = rows.accessor<double, 2>();
+  std::vector<std::int64_t> order(static_cast<std::size_t>(rows.size(0)));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) { return a[x][0] < a[y][0]; });
+  std::vector<CocoBox> detections;
+  detections.reserve(order.size());
+  for (const std::int64_t i : order) {
+    detections.push_back({static_cast<std::int64_t>(a[i][1]), static_cast<int>(a[i][2]), a[i][3], a[i][4], a[i][5], a[i][6], a[i][7]});
+  }
+  return detections;
+}
+
 }  // namespace
 
 Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward,
@@ -69,7 +98,9 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
   Validation out;
   std::vector<double> loss_sums(loss ? loss->names.size() + 1 : 0, 0.0);
   at::NoGradGuard no_grad;
-  for (std::size_t b = 0; b < plan.batches.size(); ++b) {
+  const auto shards = static_cast<std::size_t>(std::max(1, distributed_.shards));
+  std::vector<std::int64_t> batch_of;  // each detection's plan batch, to restore the order after gathering
+  for (std::size_t b = static_cast<std::size_t>(distributed_.shard); b < plan.batches.size(); b += shards) {
     const auto& indices = plan.batches[b];
     const cv::Size shape = plan.shapes[b];
     std::vector<data::ValSample> samples(indices.size());
@@ -105,7 +136,16 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
             {static_cast<int>(a[k][5]), a[k][0], a[k][1], a[k][2], a[k][3]}, samples[i]);
         out.detections.push_back({static_cast<std::int64_t>(indices[i]), box.cls, box.x1, box.y1, box.x2 - box.x1,
                                   box.y2 - box.y1, a[k][4]});
+        batch_of.push_back(static_cast<std::int64_t>(b));
       }
+    }
+  }
+  if (shards > 1) {
+    out.detections = detections_in_plan_order(distributed_.gather_rows(detection_rows(out.detections, batch_of)));
+    if (loss) {
+      at::Tensor sums = at::tensor(loss_sums, at::kDouble);
+      distributed_.sum(sums);
+      std::copy(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel(), loss_sums.begin());
     }
   }
   std::vector<int> categories(static_cast<std::size_t>(dataset_.class_count()));

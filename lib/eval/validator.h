@@ -42,6 +42,17 @@ struct ValidationLoss {
   std::vector<std::string> names;  // the parts, in order
 };
 
+// Validation split over the ranks of a data-parallel run: rank `shard` of `shards` runs every
+// shards-th batch of the plan, and `gather_rows` / `sum` (collectives) bring every rank's
+// detections and loss sums together, so each rank gets the metrics of the whole split, equal to
+// one process's.
+struct DistributedValidation {
+  int shard = 0;
+  int shards = 1;
+  std::function<at::Tensor(const at::Tensor&)> gather_rows;
+  std::function<void(at::Tensor&)> sum;
+};
+
 struct Validation {
   CocoResult coco;  // pycocotools' mAP
   PrMetrics pr;     // Ultralytics' P and R (at the confidence of the best mean F1) and curves
@@ -59,6 +70,7 @@ class Validator {
   Validation run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward,
                  const ValidationLoss* loss = nullptr) const;
   const data::DetectionDataset& dataset() const { return dataset_; }
+  void distribute(DistributedValidation distributed) { distributed_ = std::move(distributed); }
 
  private:
   const data::DetectionDataset& dataset_;
@@ -66,6 +78,7 @@ class Validator {
   std::vector<CocoBox> ground_truth_;
   std::vector<std::int64_t> image_ids_;
   data::RectBatchPlan plan_;  // the batches depend only on the image sizes: planned once
+  DistributedValidation distributed_;
 };
 
 // Ultralytics' table: a header, "all" and one row per class with ground truth; P and R are

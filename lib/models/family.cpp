@@ -24,6 +24,7 @@ class Yolo9Loss final : public TrainingLoss {
     options_.box_gain = gains.box;
     options_.cls_gain = gains.cls;
     options_.dfl_gain = gains.dfl;
+    options_.global_normaliser = gains.global_normaliser;
   }
   LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
     return yolo9::loss(maps, targets, options_);
@@ -81,6 +82,7 @@ class Yolo9Family final : public Family {
 
 class YoloxLoss final : public TrainingLoss {
  public:
+  explicit YoloxLoss(const LossGains& gains) { options_.global_normaliser = gains.global_normaliser; }
   LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
     return yolox::loss(maps, targets, options_);
   }
@@ -121,7 +123,7 @@ class YoloxFamily final : public Family {
     return raw;
   }
   std::vector<std::string> loss_names() const override { return {"iou_loss", "obj_loss", "cls_loss", "l1_loss"}; }
-  std::unique_ptr<TrainingLoss> make_loss(const LossGains&) const override { return std::make_unique<YoloxLoss>(); }
+  std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<YoloxLoss>(gains); }
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }
 };

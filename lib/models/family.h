@@ -24,6 +24,7 @@ namespace libreyolo::models {
 // The user-set loss gains; a family reads the ones it has.
 struct LossGains {
   double box = 7.5, cls = 0.5, dfl = 1.5;  // YOLOv9
+  GlobalNormaliser global_normaliser{};  // data-parallel training: the global batch's normaliser
 };
 
 // A family's training loss with its state (YOLOX turns its L1 term on for the last epochs).

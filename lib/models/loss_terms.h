@@ -4,12 +4,23 @@
 
 #include <ATen/Tensor.h>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace libreyolo::models {
+
+// A loss normaliser (the foreground count or score sum) in data-parallel training: the whole
+// global batch's, clamped to 1 as one process clamps it, divided by the world size. Each rank's
+// loss is then its share of the single-process loss, and the averaged gradients equal one
+// process's over the same samples. Empty in a single process.
+using GlobalNormaliser = std::function<at::Tensor(const at::Tensor& local)>;
+
+inline at::Tensor loss_normaliser(const at::Tensor& local, const GlobalNormaliser& global) {
+  return global ? global(local) : local.clamp_min(1.0);
+}
 
 struct LossTerms {
   at::Tensor total;

@@ -23,7 +23,8 @@ BaseConvImpl::BaseConvImpl(int in_channels, int out_channels, int kernel, int st
 }
 
 torch::Tensor BaseConvImpl::forward(const torch::Tensor& x) {
-  torch::Tensor y = bn_ ? bn_(conv_(x)) : conv_(x);
+  torch::Tensor y = conv_(x);
+  if (bn_) y = sync_ && bn_->is_training() ? sync_->forward(y, *bn_) : bn_(y);
   return activation_ ? torch::silu(y) : y;
 }
 
@@ -53,6 +54,17 @@ void BaseConvImpl::fuse() {
   conv_ = replace_module("conv", fused);
   unregister_module("bn");
   bn_ = nullptr;
+}
+
+std::size_t set_batch_norm_sync(torch::nn::Module& root, const std::shared_ptr<BatchNormSync>& sync) {
+  std::size_t count = 0;
+  for (const auto& module : root.modules(/*include_self=*/true)) {
+    if (auto* conv = dynamic_cast<BaseConvImpl*>(module.get()); conv && !conv->fused()) {
+      conv->set_batch_norm_sync(sync);
+      ++count;
+    }
+  }
+  return count;
 }
 
 DWConvImpl::DWConvImpl(int in_channels, int out_channels, int kernel, int stride) {

@@ -8,10 +8,21 @@
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/conv.h>
 
+#include <memory>
+
 namespace libreyolo::nn {
 
 inline constexpr double kBatchNormEps = 1e-3;
 inline constexpr double kBatchNormMomentum = 0.03;
+
+// Batch normalisation over more than this process's batch (synchronised BatchNorm in
+// data-parallel training, lib/dist/sync_batch_norm.h). Called in training mode only; eval mode
+// and frozen layers use the running statistics as always.
+class BatchNormSync {
+ public:
+  virtual ~BatchNormSync() = default;
+  virtual torch::Tensor forward(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) = 0;
+};
 
 class BaseConvImpl : public torch::nn::Module {
  public:
@@ -25,10 +36,12 @@ class BaseConvImpl : public torch::nn::Module {
   std::pair<torch::Tensor, torch::Tensor> folded_weight_and_bias() const;
   // The options of this conv as a biased conv (what fusing produces).
   torch::nn::Conv2dOptions fused_options() const;
+  void set_batch_norm_sync(std::shared_ptr<BatchNormSync> sync) { sync_ = std::move(sync); }
 
  private:
   torch::nn::Conv2d conv_{nullptr};
   torch::nn::BatchNorm2d bn_{nullptr};
+  std::shared_ptr<BatchNormSync> sync_;
   bool activation_;
   int in_channels_, out_channels_, kernel_, stride_, groups_;
 };
@@ -45,6 +58,10 @@ class DWConvImpl : public torch::nn::Module {
   BaseConv pconv_{nullptr};
 };
 TORCH_MODULE(DWConv);
+
+// Routes the BatchNorm of every BaseConv under `root` through `sync` (null: back to plain
+// BatchNorm). Returns how many layers it set.
+std::size_t set_batch_norm_sync(torch::nn::Module& root, const std::shared_ptr<BatchNormSync>& sync);
 
 // Nearest-neighbour 2x upsampling (the necks of both families).
 torch::Tensor upsample_nearest_2x(const torch::Tensor& x);

@@ -8,6 +8,7 @@
 #include "models/yolo9/model.h"
 #include "data/sampling.h"
 #include "train/optimizer.h"
+#include "train/sync_batch_norm.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -23,13 +24,57 @@
 
 namespace libreyolo::train {
 
-c10::Device resolve_device(const std::string& text) {
+std::vector<std::string> device_list(const std::string& text) {
+  std::vector<std::string> devices;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    item.erase(0, item.find_first_not_of(" []"));
+    item.erase(item.find_last_not_of(" []") + 1);
+    if (!item.empty()) devices.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (devices.empty()) devices.push_back(text);
+  return devices;
+}
+
+int per_rank_batch(int batch, int world_size) {
+  if (world_size <= 1) return batch;
+  if (batch % world_size != 0) {
+    const int lower = std::max(world_size, batch / world_size * world_size);
+    throw UsageError(fmt::format("batch={} must be a multiple of the {} data-parallel processes (batch is global and is split "
+                                 "evenly): use batch={} or batch={}",
+                                 batch, world_size, lower, lower + world_size));
+  }
+  if (batch < world_size) throw UsageError(fmt::format("batch={} is smaller than the {} processes: give batch={} or more", batch, world_size, world_size));
+  return batch / world_size;
+}
+
+c10::Device resolve_device(const std::string& text, std::optional<int> local_rank) {
   std::string d = text;
+  const auto devices = device_list(text);
+  if (devices.size() > 1) {
+    if (!local_rank) {
+      throw UsageError(fmt::format("device={}: several devices are for data-parallel training (libreyolo train device={}); "
+                                   "this command uses one device", text, text));
+    }
+    if (*local_rank >= static_cast<int>(devices.size())) {
+      throw UsageError(fmt::format("device={} names {} devices, but this process is local rank {}: give one device per "
+                                   "process on this machine", text, devices.size(), *local_rank));
+    }
+    d = devices[static_cast<std::size_t>(*local_rank)];
+  } else if (local_rank) {
+    // torchrun / srun with one device named: each process takes cuda:LOCAL_RANK, the CPU stays the CPU
+    if (d == "cpu") return c10::kCPU;
+    if (d == "auto" || d.empty()) {
+      if (!torch::cuda::is_available()) return c10::kCPU;
+    }
+    d = std::to_string(*local_rank);
+  }
   if (d == "auto" || d.empty()) return torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   if (d == "cpu") return c10::kCPU;
-  if (d.find(',') != std::string::npos) {
-    throw UsageError(fmt::format("device={}: multi-GPU training is launched with torchrun (not built yet); use one device", text));
-  }
   if (d.rfind("cuda:", 0) == 0) d = d.substr(5);
   if (d == "cuda") d = "0";
   try {
@@ -40,12 +85,13 @@ c10::Device resolve_device(const std::string& text) {
     }
     return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
   } catch (const std::invalid_argument&) {
-    throw UsageError(fmt::format("device={} is not cpu, auto, a GPU index (0) or cuda:N", text));
+    throw UsageError(fmt::format("device={} is not cpu, auto, a GPU index (0), cuda:N or a list (0,1)", text));
   }
 }
 
-void log_ignored_keys(const config::Config& config, const c10::Device& device) {
+void log_ignored_keys(const config::Config& config, const c10::Device& device, bool distributed) {
   for (const auto* spec : config.logged_keys_set()) {
+    if (distributed && spec->name == "sync_bn") continue;  // honoured there
     const bool graph = spec->name == "cuda_graph";
     log::info("{}={} ignored ({}); {} runs {}", spec->name, config::format_value(config.value(spec->name)),
               graph && !device.is_cuda() ? std::string_view("device is not CUDA") : spec->why,
@@ -130,8 +176,10 @@ void set_up_data(Training& t) {
     t.val_dataset = std::make_unique<data::DetectionDataset>(std::move(scan.images), t.class_count, t.image_size,
                                                              data::parse_cache_mode(config.get_text("cache")));
   }
+  // Each rank takes every world-th sample of the epoch's order: its batch i and the other ranks'
+  // batch i together are exactly the single-process global batch i, whatever the world size.
   data::LoaderOptions options{.batch_size = t.batch_size, .workers = t.workers, .shuffle = true, .seed = t.seed,
-                              .pin_memory = t.device.is_cuda()};
+                              .rank = t.rank(), .world_size = t.world_size(), .pin_memory = t.device.is_cuda()};
   set_up_sampling(config, *t.data.dataset, t.class_count, options);
   auto* pipeline = t.data.pipeline.get();
   t.loader = std::make_unique<data::Loader>(
@@ -183,6 +231,13 @@ void set_up_model(Training& t) {
   t.frozen = freeze_layers(*model.module, config.get_text("freeze"), t.family->freeze_groups(t.use_aux));
   model.module->to(t.device);
   t.set_train_mode();
+  if (t.dist && config.get_bool("sync_bn")) {
+    const std::size_t layers = nn::set_batch_norm_sync(*model.module, std::make_shared<SyncBatchNorm>(*t.dist));
+    log::info("sync_bn: {} BatchNorm layers normalise over the global batch of {} processes", layers, t.world_size());
+  } else if (t.dist && t.batch_size < 16) {  // LibreYOLO's warning
+    log::warn("sync_bn=false with {} images per process: BatchNorm statistics come from small batches; sync_bn=true "
+              "computes them over the global batch", t.batch_size);
+  }
   const std::string layout = config.get_text("channels_last");
   // auto: measured per family on the CPU (see the option's help); not measured on a GPU yet
   t.channels_last = layout == "true" || (layout == "auto" && t.device.is_cpu() && t.family->channels_last_on_cpu());
@@ -203,7 +258,16 @@ void set_up_model(Training& t) {
       if (const auto* updates = t.checkpoint->extra("ema_updates")) t.ema->set_updates(updates->toInt());
     }
   }
-  t.loss = t.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl")});
+  models::GlobalNormaliser global_normaliser;
+  if (t.dist) {
+    global_normaliser = [dist = t.dist](const at::Tensor& local) {
+      at::Tensor total = local.detach().to(at::kFloat).clone();
+      dist->sum(total);
+      return total.clamp_min(1.0) / dist->world_size();
+    };
+  }
+  t.loss = t.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl"),
+                                .global_normaliser = global_normaliser});
 }
 
 void set_up_optimizer(Training& t, const TrainState& state) {
@@ -281,13 +345,14 @@ void restore_resume_state(Training& t, TrainState& state) {
 
 }  // namespace
 
-std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state) {
-  auto t = std::make_unique<Training>(config);
-  t->device = resolve_device(config.get_text("device"));
+std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state, Collectives* dist) {
+  auto t = std::make_unique<Training>(config, dist);
+  t->device = resolve_device(config.get_text("device"), dist ? std::optional<int>(dist->local_rank()) : std::nullopt);
   t->seed = static_cast<std::uint64_t>(std::max<std::int64_t>(0, config.get_int("seed")));
-  torch::manual_seed(t->seed);
-  t->batch_size = static_cast<int>(config.get_int("batch"));
-  if (t->batch_size < 1) throw UsageError("batch must be ≥ 1 (batch=-1, AutoBatch, needs a GPU and is not built yet)");
+  torch::manual_seed(t->seed);  // the same on every rank: the starting weights agree before rank 0's are broadcast
+  t->global_batch = static_cast<int>(config.get_int("batch"));
+  if (t->global_batch < 1) throw UsageError("batch must be ≥ 1 (batch=-1, AutoBatch, needs a GPU and is not built yet)");
+  t->batch_size = per_rank_batch(t->global_batch, t->world_size());
   t->workers = static_cast<int>(config.get_int("workers"));
   if (const int cpus = usable_cpus(); t->workers > cpus) {
     log::info("workers={} capped at the {} CPUs this process may use", t->workers, cpus);  // as Ultralytics
@@ -296,13 +361,14 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   t->resume = config.get_text("resume") == "true";
   t->multi_scale = config.get_bool("multi_scale");
 
-  log_ignored_keys(config, t->device);
+  log_ignored_keys(config, t->device, t->world_size() > 1);
   set_up_data(*t);
   set_up_model(*t);
   state.epochs = static_cast<int>(config.get_int("epochs"));
   state.batches_per_epoch = static_cast<std::int64_t>(t->loader->batches_per_epoch());
   if (!config.is_none("nbs")) {
-    state.accumulate = std::max<std::int64_t>(1, std::llround(static_cast<double>(config.get_int("nbs")) / t->batch_size));
+    // the global batch, as Ultralytics and LibreYOLO count it
+    state.accumulate = std::max<std::int64_t>(1, std::llround(static_cast<double>(config.get_int("nbs")) / t->global_batch));
   }
   state.loss_names = t->family->loss_names();
   state.metric_name = config.get_text("best_metric");
@@ -314,11 +380,16 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
 
   if (t->val_dataset) {
     t->validator = std::make_unique<eval::Validator>(
-        *t->val_dataset, eval::ValidatorOptions{.family = t->family, .batch_size = t->batch_size, .image_size = t->image_size,
+        *t->val_dataset, eval::ValidatorOptions{.family = t->family, .batch_size = t->global_batch, .image_size = t->image_size,
                                                 .confidence = 0.001, .iou = 0.65,
                                                 .max_detections = static_cast<int>(config.get_int("max_det")),
                                                 .coco_max_detections = config.is_none("eval_max_det") ? 100 : static_cast<int>(config.get_int("eval_max_det")),
                                                 .workers = std::max(1, t->workers), .device = t->device});
+    if (dist) {  // each rank validates every world-th batch; the detections are gathered
+      t->validator->distribute({.shard = dist->rank(), .shards = dist->world_size(),
+                                .gather_rows = [dist](const at::Tensor& rows) { return dist->gather_rows(rows); },
+                                .sum = [dist](at::Tensor& values) { dist->sum(values); }});
+    }
   }
   return t;
 }

@@ -11,6 +11,7 @@
 #include "models/checkpoint.h"
 #include "models/family.h"
 #include "train/amp.h"
+#include "train/collectives.h"
 #include "train/ema.h"
 #include "train/freeze.h"
 #include "train/schedule.h"
@@ -22,15 +23,19 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace libreyolo::train {
 
 struct Training {
-  explicit Training(const config::Config& config) : config(config) {}
+  Training(const config::Config& config, Collectives* dist) : config(config), dist(dist) {}
   const config::Config& config;
+  // The other ranks of a data-parallel run; null in a single process.
+  Collectives* dist = nullptr;
   c10::Device device = c10::kCPU;
   std::uint64_t seed = 0;
-  int batch_size = 1;
+  int batch_size = 1;   // this process's share of the global batch
+  int global_batch = 1;  // batch=
   int workers = 0;
   bool resume = false;
 
@@ -64,6 +69,9 @@ struct Training {
   std::unique_ptr<eval::Validator> validator;  // null without validation
   std::optional<models::Checkpoint> checkpoint;  // the file a resumed run continues from
 
+  int rank() const { return dist ? dist->rank() : 0; }
+  int world_size() const { return dist ? dist->world_size() : 1; }
+  bool main_process() const { return rank() == 0; }  // the one that writes files and the console
   models::DetectionModel& model() { return loaded.model; }
   // The trained model in train mode (frozen BatchNorm layers stay in eval mode).
   void set_train_mode() { frozen.set_train_mode(*loaded.model.module); }
@@ -75,7 +83,8 @@ struct Training {
 
 // Builds the training and fills `state` (epochs, batches, accumulation; the position and best
 // metric when resuming). Throws the library's errors for bad keys, data or weights.
-std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state);
+// `dist`: the other ranks of a data-parallel run (null: one process).
+std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state, Collectives* dist = nullptr);
 
 // A checkpoint of this run back into the training: with `weights`, train_model into the model and
 // model into the EMA; the EMA's update count, optimizer, loss scaler and train state always.
@@ -83,10 +92,17 @@ void load_run_state(Training& training, TrainState& state, const models::Checkpo
 
 // One log line for each key the user set that is accepted but not acted on (Support::logged),
 // saying why: "cuda_graph=true ignored (device is not CUDA); training runs eager".
-void log_ignored_keys(const config::Config& config, const c10::Device& device);
+void log_ignored_keys(const config::Config& config, const c10::Device& device, bool distributed = false);
 
-// device= as users write it: auto (first GPU, else CPU), cpu, 0, cuda:1. Throws UsageError for
-// a missing GPU or a list (multi-GPU runs are launched differently).
-c10::Device resolve_device(const std::string& text);
+// device= as users write it: auto (first GPU, else CPU), cpu, 0, cuda:1. A list (0,1) is for the
+// data-parallel launcher, which gives each process the list's `local_rank`-th entry; a single
+// process refuses one. Throws UsageError for a missing GPU.
+c10::Device resolve_device(const std::string& text, std::optional<int> local_rank = std::nullopt);
+
+// The devices device= names: {"0", "1"} for "0,1", {text} otherwise.
+std::vector<std::string> device_list(const std::string& text);
+
+// batch= split over `world_size` processes; UsageError unless it divides (Ultralytics' check).
+int per_rank_batch(int batch, int world_size);
 
 }  // namespace libreyolo::train

@@ -68,13 +68,23 @@ std::optional<std::string> first_non_finite(const models::NamedTensors& tensors)
   return *names[static_cast<std::size_t>(finite.logical_not().nonzero()[0][0].item<std::int64_t>())];
 }
 
-// The run folder's files and checkpoints, and the run's clock.
+// Whether any rank says yes (every rank gets the same answer); `local` in a single process.
+bool any_rank(Collectives* dist, bool local) {
+  if (!dist) return local;
+  at::Tensor vote = at::full({1}, local ? 1.0 : 0.0, at::kDouble);
+  dist->max(vote);
+  return vote.item<double>() > 0;
+}
+
+// The run folder's files and checkpoints, and the run's clock. In a data-parallel run every rank
+// keeps the record (the same decisions everywhere) and rank 0 alone writes it.
 class RunRecord {
  public:
   RunRecord(Training& training, TrainState& state, HookList& hooks, const fs::path& run_dir)
-      : t_(training), state_(state), hooks_(hooks), run_dir_(run_dir), weights_(run_dir / "weights"), files_(run_dir) {
+      : t_(training), state_(state), hooks_(hooks), run_dir_(run_dir), weights_(run_dir / "weights"), files_(run_dir),
+        writes_(training.main_process()) {
     if (t_.resume) files_.load_previous(state_.start_epoch + 1);
-    fs::create_directories(weights_);
+    if (writes_) fs::create_directories(weights_);
   }
 
   const fs::path& weights_dir() const { return weights_; }
@@ -89,24 +99,29 @@ class RunRecord {
     models::Checkpoint c = make_checkpoint(t_, state_, epoch_done, batches_done);
     auto bad = first_non_finite(c.model);
     if (const auto* raw = c.extra("train_model"); !bad && raw) bad = first_non_finite(models::tensors_of(*raw));
-    if (bad) {
-      throw Divergence(fmt::format("non-finite values in {} after epoch {}, batch {} ({} not written)", *bad, state_.epoch + 1,
+    if (any_rank(t_.dist, bad.has_value())) {  // BatchNorm statistics may differ between ranks
+      throw Divergence(fmt::format("non-finite values in {} after epoch {}, batch {} ({} not written)",
+                                   bad ? *bad : std::string("another rank's BatchNorm statistics"), state_.epoch + 1,
                                    state_.batch, path.filename().string()));
     }
     hooks_.on_checkpoint(state_, c);
-    models::write_checkpoint(path, c);
+    if (writes_) models::write_checkpoint(path, c);
     if (path == last()) wrote_last_ = true;
   }
   // last.pt is this run's own: written by this process, or the checkpoint a resumed run continues.
   bool has_own_last() const { return wrote_last_ || (t_.resume && fs::exists(last())); }
   void status(const std::string& state, int epoch_done, double eta) const {
+    if (!writes_) return;
     auto status = status_of(state, epoch_done);
     status["eta_s"] = eta;
     files_.write_status(status);
   }
-  void add_epoch(const nlohmann::ordered_json& row) { files_.add_epoch(row); }
+  void add_epoch(const nlohmann::ordered_json& row) {
+    if (writes_) files_.add_epoch(row);
+  }
   // status.json and train.log say that the run failed, where, and why.
   void failed(const std::string& message) const {
+    if (!writes_) return;
     auto status = status_of("failed", state_.epoch + 1);
     status["batch"] = state_.batch;
     status["message"] = message;
@@ -116,9 +131,11 @@ class RunRecord {
 
  private:
   nlohmann::ordered_json status_of(const std::string& state, int epoch) const {
-    return {{"state", state}, {"epoch", epoch}, {"epochs", state_.epochs}, {"elapsed_s", elapsed()},
+    nlohmann::ordered_json status = {{"state", state}, {"epoch", epoch}, {"epochs", state_.epochs}, {"elapsed_s", elapsed()},
             {"best_epoch", state_.best_epoch}, {"best_metric_name", state_.metric_name}, {"best_metric", state_.best_metric},
             {"device", t_.device.str()}, {"save_dir", run_dir_.string()}};
+    if (t_.dist) status["world_size"] = t_.world_size();
+    return status;
   }
 
   Training& t_;
@@ -128,6 +145,7 @@ class RunRecord {
   RunFiles files_;
   Clock::time_point started_ = Clock::now();
   double earlier_ = state_.train_seconds;
+  bool writes_;
   bool wrote_last_ = false;
 };
 
@@ -256,13 +274,59 @@ models::Checkpoint snapshot(models::Checkpoint c) {
   return c;
 }
 
+// Data-parallel runs: a step's logged values as the mean over the ranks, so that every rank logs
+// and judges (divergence) the same numbers.
+void average_over_ranks(Collectives* dist, std::vector<double>& values) {
+  if (!dist || values.empty()) return;
+  at::Tensor t = at::tensor(values, at::kDouble);
+  dist->sum(t);
+  t.div_(dist->world_size());
+  std::copy(t.data_ptr<double>(), t.data_ptr<double>() + t.numel(), values.begin());
+}
+
+// Every rank stops together: a stop one rank was asked for (Ctrl-C reaches each rank, but not
+// necessarily in the same step) becomes every rank's, the highest exit code winning (SIGTERM's).
+std::optional<StopRequest> agree_on_stop(Collectives* dist, std::optional<StopRequest> local) {
+  if (!dist) return local;
+  at::Tensor vote = at::zeros({2}, at::kDouble);  // [interrupt exit code, finish]
+  if (local && local->kind == StopRequest::Kind::interrupt) vote[0] = local->exit_code;
+  if (local && local->kind == StopRequest::Kind::finish) vote[1] = 1;
+  dist->max(vote);
+  const int code = static_cast<int>(vote[0].item<double>());
+  if (code > 0) {
+    if (local && local->kind == StopRequest::Kind::interrupt && local->exit_code == code) return local;
+    return StopRequest{.kind = StopRequest::Kind::interrupt, .exit_code = code, .state = "interrupted",
+                       .message = fmt::format("{} received by another rank", code == 143 ? "SIGTERM" : code == 130 ? "SIGINT" : "a stop signal")};
+  }
+  if (vote[1].item<double>() > 0) {
+    if (local) return local;
+    return StopRequest{.kind = StopRequest::Kind::finish, .exit_code = 0, .state = "stopped", .message = "another rank ended the run"};
+  }
+  return std::nullopt;
+}
+
+// Without sync_bn each rank's BatchNorm statistics come from its own samples: their mean over
+// the ranks before validation and saving (YOLOX's all_reduce_norm), so that every rank validates
+// and rank 0 saves the same model.
+void average_batch_norm_statistics(Collectives* dist, torch::nn::Module& module) {
+  if (!dist) return;
+  for (const auto& item : module.named_buffers()) {
+    at::Tensor buffer = item.value();
+    if (!at::isFloatingType(buffer.scalar_type())) continue;  // num_batches_tracked
+    at::NoGradGuard no_grad;
+    at::Tensor mean = buffer.detach().clone();
+    dist->sum(mean);
+    buffer.copy_(mean / dist->world_size());
+  }
+}
+
 // The loop and its stages. run() is the whole shape; each stage is a method below.
 class Trainer {
  public:
-  Trainer(const config::Config& config, const fs::path& run_dir, HookList& hooks)
-      : config_(config), run_dir_(run_dir), hooks_(hooks), training_(set_up_training(config, state_)), t_(*training_),
+  Trainer(const config::Config& config, const fs::path& run_dir, HookList& hooks, Collectives* dist)
+      : config_(config), run_dir_(run_dir), hooks_(hooks), training_(set_up_training(config, state_, dist)), t_(*training_),
         record_(t_, state_, hooks_, run_dir), runner_(t_, hooks_),
-        progress_(config.get_bool("quiet"), state_.loss_names, static_cast<int>(config.get_int("log_interval")), ::isatty(2) != 0),
+        progress_(config.get_bool("quiet") || !t_.main_process(), state_.loss_names, static_cast<int>(config.get_int("log_interval")), ::isatty(2) != 0),
         no_aug_epochs_(static_cast<int>(config.get_int("no_aug_epochs"))),
         eval_interval_(static_cast<int>(config.get_int("eval_interval"))),
         save_period_(static_cast<int>(config.get_int("save_period"))),
@@ -388,7 +452,7 @@ void Trainer::train_batches() {
     hooks_.on_step_start(state_);
     micro_step(*batch, clock);
     hooks_.on_step_end(state_);
-    stop_ = hooks_.should_stop(state_);
+    stop_ = agree_on_stop(t_.dist, hooks_.should_stop(state_));
     if (stop_ && (stop_->kind == StopRequest::Kind::finish || window_end)) break;
     stop_.reset();  // an interrupt waits for the end of the accumulation window
   }
@@ -412,12 +476,13 @@ void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
   const bool window_end = state_.batch + 1 - window_start == window;
   const at::Tensor grads_ok = window_end && !t_.scaler->enabled() ? gradients_finite(*t_.model().module) : at::Tensor();
   std::vector<double> losses = read_losses(terms, state_.loss_names, grads_ok);
+  average_over_ranks(t_.dist, losses);  // a gradient flag below 1: some rank's gradients are not finite
   if (!std::isfinite(losses[0])) {
     throw Divergence(fmt::format("the loss is {} at epoch {}, batch {}", std::isnan(losses[0]) ? "nan" : fmt::format("{}", losses[0]),
                                  state_.epoch + 1, state_.batch + 1));
   }
   if (grads_ok.defined()) {
-    if (losses.back() == 0) throw Divergence(fmt::format("non-finite gradients at epoch {}, batch {}", state_.epoch + 1, state_.batch + 1));
+    if (losses.back() < 1) throw Divergence(fmt::format("non-finite gradients at epoch {}, batch {}", state_.epoch + 1, state_.batch + 1));
     losses.pop_back();
   }
   ++state_.batch;
@@ -455,6 +520,10 @@ bool Trainer::end_epoch() {
   state_.last_epoch_loss = state_.seen ? state_.total_sum / static_cast<double>(state_.seen) : std::nan("");
   const bool final_epoch = epoch + 1 == state_.epochs;
   if (final_epoch && precise_bn_ > 0) precise_batch_norm(t_, state_, precise_bn_);
+  if (t_.dist && !config_.get_bool("sync_bn")) {
+    average_batch_norm_statistics(t_.dist, *t_.model().module);
+    if (t_.ema) average_batch_norm_statistics(t_.dist, *t_.ema_model.module);
+  }
   std::optional<eval::Validation> validation;
   if (t_.validator && ((eval_interval_ > 0 && (epoch + 1) % eval_interval_ == 0) || final_epoch)) {
     try {
@@ -466,7 +535,7 @@ bool Trainer::end_epoch() {
     }
   }
   const bool is_best = validation && take_validation(*validation);
-  if (validation && final_epoch && save_plots_) write_plots(*validation);
+  if (validation && final_epoch && save_plots_ && t_.main_process()) write_plots(*validation);
   record_.save(record_.last(), epoch, 0);  // first: results.csv never has a row that no checkpoint holds
   record_.add_epoch(epoch_row(is_best, validation));
   if (is_best) {
@@ -485,7 +554,7 @@ bool Trainer::end_epoch() {
     ++state_.epoch;
     return true;
   }
-  if ((stop_ = hooks_.should_stop(state_))) {  // arrived during validation or saving: last.pt already holds this epoch
+  if ((stop_ = agree_on_stop(t_.dist, hooks_.should_stop(state_)))) {  // arrived during validation or saving: last.pt already holds this epoch
     record_.status(stop_->state, epoch + 1, -1);
     if (stop_->kind == StopRequest::Kind::interrupt) log::warn("{} after epoch {}: {} holds it (resume with model={} resume=true)", stop_->message, epoch + 1,
               record_.last().string(), record_.last().string());
@@ -522,14 +591,14 @@ bool Trainer::take_validation(const eval::Validation& validation) {
     state_.best_epoch = state_.epoch + 1;
   }
   const std::string table = eval::format_table(validation, t_.data.spec.names);
-  if (!config_.get_bool("quiet")) fmt::print(stderr, "{}", table);
+  if (!config_.get_bool("quiet") && t_.main_process()) fmt::print(stderr, "{}", table);
   log::to_file(table);
   log::info("Validation - mAP50: {:.4f}, mAP50-95: {:.4f} ({:.1f}s)", validation.coco.map50(), validation.coco.map50_95(),
             validation.seconds);
   if (average_ && average_->consider(models::state_dict(*t_.evaluated_model().module), metric)) {
     log::info("average_best: admitted snapshot ({}={:.5f}, pool {}/{})", state_.metric_name, metric, average_->size(),
               average_->capacity());
-    average_->save(record_.weights_dir() / "average_pool.pt");
+    if (t_.main_process()) average_->save(record_.weights_dir() / "average_pool.pt");
   }
   return is_best;
 }
@@ -590,7 +659,7 @@ void Trainer::write_average() {
   c.set_extra("average_metric_key", state_.metric_name);
   if (validation) c.set_extra("average_metric_value", metric_value(*validation, state_.metric_name));
   const fs::path path = record_.weights_dir() / "average.pt";
-  models::write_checkpoint(path, c);
+  if (t_.main_process()) models::write_checkpoint(path, c);
   log::info("average_best: wrote {} from {} snapshots ({} {})", path.string(), average_->size(), state_.metric_name,
             fmt::join(average_->metrics(), ", "));
 }
@@ -635,10 +704,11 @@ TrainOutcome Trainer::finish() {
 
 }  // namespace
 
-TrainOutcome run_training(const config::Config& config, const fs::path& run_dir, HookList& hooks) {
-  log::set_file((run_dir / "train.log").string());
+TrainOutcome run_training(const config::Config& config, const fs::path& run_dir, HookList& hooks, Collectives* dist) {
+  const bool main_process = !dist || dist->rank() == 0;
+  if (main_process) log::set_file((run_dir / "train.log").string());
   struct LogFileScope { ~LogFileScope() { log::clear_file(); } } log_file_scope;
-  return Trainer(config, run_dir, hooks).run();
+  return Trainer(config, run_dir, hooks, dist).run();
 }
 
 }  // namespace libreyolo::train

@@ -32,6 +32,9 @@ struct TrainOutcome {
 
 // `run_dir` exists and holds train_config.yaml. With resume=true, `model` is the checkpoint
 // to continue from. `hooks` are the optional features the caller attaches (the profiler).
-TrainOutcome run_training(const config::Config& config, const std::filesystem::path& run_dir, HookList& hooks);
+// `dist`: the other ranks of a data-parallel run (null: one process); rank 0 alone writes the
+// run folder and the console, and every rank reaches the same decisions.
+TrainOutcome run_training(const config::Config& config, const std::filesystem::path& run_dir, HookList& hooks,
+                          Collectives* dist = nullptr);
 
 }  // namespace libreyolo::train

@@ -8,6 +8,9 @@
 #include "dist/launch_env.h"
 #include "train/train_state.h"
 #include "dist/process_group.h"
+#include "dist/collectives.h"
+#include "nn/conv.h"
+#include "train/sync_batch_norm.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -16,8 +19,73 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include <torch/nn/modules/container/sequential.h>
+
 #include <chrono>
 #include <exception>
+
+namespace {
+
+namespace dist = libreyolo::dist;
+namespace nn = libreyolo::nn;
+
+// Conv+BN+SiLU twice, the blocks our models are made of, with the same weights on every rank.
+torch::nn::Sequential small_net() {
+  torch::manual_seed(7);
+  torch::nn::Sequential net(nn::BaseConv(3, 8, 3, 1), nn::BaseConv(8, 4, 3, 2));
+  return net;
+}
+
+// sync_bn against its definition: W ranks with B samples each give the outputs, running
+// statistics and (Reducer-averaged) gradients of plain BatchNorm over the W·B samples in one
+// process. The loss is a mean over the global batch; each rank's share is W·(its sum)/N.
+bool check_sync_batch_norm(dist::Group& group, int r, int w) {
+  constexpr int per_rank = 3;
+  torch::manual_seed(11);
+  const at::Tensor all = at::randn({per_rank * w, 3, 12, 12}) * 3 + 1;  // the same global batch everywhere
+  const at::Tensor mine = all.narrow(0, r * per_rank, per_rank);
+  auto reference = small_net();  // one process, plain BatchNorm, the whole batch
+  reference->train();
+  const at::Tensor ref_out = reference->forward(all);
+  ref_out.square().mean().backward();
+
+  auto synced = small_net();
+  synced->train();
+  dist::GroupCollectives collectives(group, c10::kCPU);
+  const std::size_t layers = nn::set_batch_norm_sync(*synced, std::make_shared<libreyolo::train::SyncBatchNorm>(collectives));
+  std::vector<at::Tensor> params = synced->parameters();
+  const auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(params, {1u << 20, 25u << 20}, std::vector<bool>(params.size(), false));
+  c10d::Reducer reducer(params, buckets, group.handle(), std::vector<bool>(params.size(), false), 25 << 20, false, false, {}, 1 << 20,
+                        false, false, std::vector<std::int64_t>(limits.begin(), limits.end()));
+  reducer.prepare_for_forward();
+  const at::Tensor out = synced->forward(mine);
+  const at::Tensor loss = out.square().sum() * w / ref_out.numel();
+  reducer.prepare_for_backward({loss});
+  loss.backward();
+
+  const auto close = [](const at::Tensor& a, const at::Tensor& b) { return at::allclose(a, b, 1e-4, 1e-6); };
+  bool ok = layers == 2 && close(out, ref_out.narrow(0, r * per_rank, per_rank).detach());
+  const auto ref_buffers = reference->named_buffers(), buffers = synced->named_buffers();
+  for (const auto& item : ref_buffers) {
+    if (!close(buffers[item.key()].to(at::kFloat), item.value().to(at::kFloat))) {
+      fmt::print(stderr, "rank {}: sync_bn buffer {} differs from one process's\n", r, item.key());
+      ok = false;
+    }
+  }
+  const auto ref_params = reference->named_parameters(), sync_params = synced->named_parameters();
+  for (const auto& item : ref_params) {
+    const at::Tensor got = sync_params[item.key()].grad();
+    if (!close(got, item.value().grad())) {
+      fmt::print(stderr, "rank {}: sync_bn gradient of {} differs by {} (max {})\n", r, item.key(),
+                 (got - item.value().grad()).abs().max().item<double>(), item.value().grad().abs().max().item<double>());
+      ok = false;
+    }
+  }
+  if (!ok) fmt::print(stderr, "rank {}: sync_bn differs from BatchNorm over the {} samples\n", r, per_rank * w);
+  return ok;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -95,8 +163,9 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
+    if (!check_sync_batch_norm(group, r, w)) return 1;
     group.group().barrier()->wait();
-    fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{}; all-reduce, broadcast, Reducer, GradientSync)\n", r, w, env.launcher, env.local_rank, env.master_addr,
+    fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{}; all-reduce, broadcast, Reducer, GradientSync, sync_bn)\n", r, w, env.launcher, env.local_rank, env.master_addr,
                env.master_port);
     return 0;
   } catch (...) {

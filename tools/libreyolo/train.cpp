@@ -9,14 +9,24 @@
 #include "core/run_dir.h"
 #include "data/dataset_yaml.h"
 #include "data/training_data.h"
+#include "core/system_info.h"
+#include "dist/collectives.h"
+#include "dist/gradient_sync.h"
 #include "dist/launch_env.h"
+#include "dist/process_group.h"
+#include "dist/spawn.h"
 #include "profile/profiler_hook.h"
+#include "train/setup.h"
 #include "train/trainer.h"
 
-#include <filesystem>
-
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
 #include <fmt/core.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
 
 namespace libreyolo::cli {
 
@@ -29,6 +39,123 @@ void require_data_argument(const std::string& data) {
   }
 }
 
+constexpr const char* kRunDirKey = "libreyolo/run_dir";
+
+// The processes per machine a command line asks libreyolo to start: nproc_per_node=, or one per
+// device of a list (device=0,1).
+int local_processes(const config::Config& config) {
+  const auto devices = train::device_list(config.get_text("device"));
+  const int nproc = static_cast<int>(config.get_int("nproc_per_node"));
+  if (devices.size() > 1 && nproc > 1 && nproc != static_cast<int>(devices.size())) {
+    throw UsageError(fmt::format("device={} names {} devices but nproc_per_node={}: give one of them, or as many devices as "
+                                 "processes", config.get_text("device"), devices.size(), nproc));
+  }
+  return devices.size() > 1 ? static_cast<int>(devices.size()) : nproc;
+}
+
+// `libreyolo train device=0,1` / `nproc_per_node=2` / `nnodes=2 node_rank=..`: this process
+// starts the ranks of this machine with torchrun's variables and waits for them.
+int launch_ranks(const Arguments& arguments, const config::Config& config, int nproc) {
+  const int nnodes = static_cast<int>(config.get_int("nnodes"));
+  const int node_rank = static_cast<int>(config.get_int("node_rank"));
+  if (node_rank >= nnodes) {
+    throw UsageError(fmt::format("node_rank={} with nnodes={}: node_rank counts from 0 to nnodes-1", node_rank, nnodes));
+  }
+  const int world = nproc * nnodes;
+  (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), world);  // indivisible: exit 2 before any start
+  // every rank's device must exist: exit 2 here, not N failures later
+  for (int local = 0; local < nproc; ++local) (void)train::resolve_device(config.get_text("device"), local);
+  dist::SpawnOptions options;
+  options.nproc = nproc;
+  options.nnodes = nnodes;
+  options.node_rank = node_rank;
+  options.master_addr = config.get_text("master_addr");
+  options.master_port = static_cast<int>(config.get_int("master_port"));
+  if (options.master_port == 0 && nnodes > 1) options.master_port = 29500;  // the other machines must know it
+  std::vector<std::string> argv{std::filesystem::read_symlink("/proc/self/exe").string(), "train"};
+  argv.insert(argv.end(), arguments.begin(), arguments.end());
+  log::info("Starting {} data-parallel process{} on this machine (world size {}{})", nproc, nproc > 1 ? "es" : "", world,
+            nnodes > 1 ? fmt::format(", node {} of {}", node_rank, nnodes) : "");
+  return dist::spawn_ranks(argv, options);
+}
+
+// A data-parallel rank's CPU threads: the machine's cores shared by its ranks (torchrun sets
+// OMP_NUM_THREADS=1 instead; a user's OMP_NUM_THREADS wins).
+void share_cpu_threads(const dist::LaunchEnv& env) {
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return;
+  at::set_num_threads(std::max(1, usable_cpus() / std::max(1, env.local_world_size)));
+}
+
+std::string backend_for(const config::Config& config, const dist::LaunchEnv& env) {
+  const std::string backend = config.get_text("dist_backend");
+  if (backend != "auto") return backend;
+  return train::resolve_device(config.get_text("device"), env.local_rank).is_cuda() ? "nccl" : "gloo";
+}
+
+// Rank 0 tells the others which run folder it chose ("" when it failed before training).
+void publish_run_dir(dist::Group& group, const std::string& run_dir) {
+  group.store().set(kRunDirKey, std::vector<std::uint8_t>(run_dir.begin(), run_dir.end()));
+}
+
+// The run folder of this command: the checkpoint's for resume, else a new runs/train/<name>.
+// `created`: made by this command (removed again when training never starts).
+std::filesystem::path prepare_run_dir(const config::Config& config, bool resume, bool& created) {
+  std::filesystem::path run_dir;
+  created = false;
+  if (resume) {  // continue in the checkpoint's run folder: runs/train/exp/weights/last.pt -> runs/train/exp
+    run_dir = std::filesystem::path(config.get_text("model")).parent_path().parent_path();
+    if (run_dir.empty() || !std::filesystem::is_directory(run_dir)) {
+      run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), false);
+      created = true;
+    }
+  } else {
+    const bool existed = config.get_bool("exist_ok") &&
+                         std::filesystem::exists(std::filesystem::path(config.get_text("project")) / config.get_text("name"));
+    run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), config.get_bool("exist_ok"));
+    created = !existed;
+  }
+  return run_dir;
+}
+
+// The training of rank 0 (or of the only process): the run folder, its lock and its files.
+int train_in_run_dir(const config::Config& config, dist::Group* group, dist::GroupCollectives* collectives) {
+  const bool resume = config.get_text("resume") == "true";
+  bool created = false;
+  const std::filesystem::path run_dir = prepare_run_dir(config, resume, created);
+  const RunLock lock(run_dir);
+  for (const auto& folder : {run_dir, run_dir / "weights"}) {
+    if (const int stale = remove_stale_temporaries(folder)) log::info("Removed {} temporary file(s) a killed run left in {}", stale, folder.string());
+  }
+  if (!resume) write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
+  log::info("Logging results to {}", run_dir.string());
+  if (group) publish_run_dir(*group, run_dir.string());
+  train::HookList hooks;
+  if (auto profiler = profile::make_profiler_hook(config)) hooks.add(std::move(profiler));
+  if (group) hooks.add(std::make_unique<dist::GradientSync>(*group));
+  train::TrainOutcome outcome;
+  try {
+    outcome = train::run_training(config, run_dir, hooks, collectives);
+  } catch (...) {
+    // A command that fails before training starts (no GPU, batch=0, an empty image folder)
+    // leaves no run folder behind.
+    std::error_code ignored;
+    if (created && !std::filesystem::exists(run_dir / "weights")) std::filesystem::remove_all(run_dir, ignored);
+    throw;
+  }
+  if (config.get_bool("json")) fmt::print("{}\n", outcome.result.dump());
+  return outcome.exit_code;
+}
+
+// Ranks other than 0 train in rank 0's run folder and write nothing there.
+int train_as_other_rank(const config::Config& config, dist::Group& group, dist::GroupCollectives& collectives) {
+  const auto value = group.store().get(kRunDirKey);  // waits up to dist_timeout
+  const std::string run_dir(value.begin(), value.end());
+  if (run_dir.empty()) throw RuntimeError("rank 0 failed before training started (its message says why); this rank stops too");
+  train::HookList hooks;
+  hooks.add(std::make_unique<dist::GradientSync>(group));
+  return train::run_training(config, run_dir, hooks, &collectives).exit_code;
+}
+
 }  // namespace
 
 int run_train(const Arguments& arguments) {
@@ -36,16 +163,13 @@ int run_train(const Arguments& arguments) {
     fmt::print("{}", config::format_command_help(config::command_train));
     return 0;
   }
-  // Started as one rank of several (torchrun, srun): until the data-parallel trainer is wired in,
-  // every rank would train alone and write its own run folder. Refused rather than done silently.
-  if (const auto env = dist::resolve_launch_env(dist::process_environment()); env.distributed()) {
-    throw UsageError(fmt::format("this process is rank {} of {} ({}): data-parallel training is not part of `libreyolo "
-                                 "train` yet, and each rank would train alone; start one process (nproc_per_node=1)",
-                                 env.rank, env.world_size, env.launcher));
-  }
+  // Started as one rank of several (torchrun, srun, or our own launcher): then this process trains
+  // its share; otherwise it may start the ranks itself.
+  const dist::LaunchEnv env = dist::resolve_launch_env(dist::process_environment());
+  if (env.distributed() && env.rank != 0) log::set_quiet(true);  // rank 0 speaks for the run
   Arguments given(arguments);
   auto config = models::parse_arguments(config::command_train, given);
-  log::set_quiet(config.get_bool("quiet"));
+  log::set_quiet(config.get_bool("quiet") || (env.distributed() && env.rank != 0));
   if (const std::string resume = config.get_text("resume"); resume != "true" && resume != "false") {
     // resume=runs/train/exp/weights/last.pt (Ultralytics): model= that checkpoint, resume=true
     given.insert(given.end(), {"model=" + resume, "resume=true"});
@@ -68,43 +192,31 @@ int run_train(const Arguments& arguments) {
     fmt::print("{}", config.to_yaml());
     return 0;
   }
-  // A wrong data= fails here, before a run folder is made.
+  // A wrong data= fails here, before a run folder is made or a process started.
   (void)data::load_dataset_spec(config.get_text("data"));
-  const bool resume = config.get_text("resume") == "true";
-  std::filesystem::path run_dir;
-  bool created = false;  // by this command: removed again when training never started
-  if (resume) {  // continue in the checkpoint's run folder: runs/train/exp/weights/last.pt -> runs/train/exp
-    run_dir = std::filesystem::path(config.get_text("model")).parent_path().parent_path();
-    if (run_dir.empty() || !std::filesystem::is_directory(run_dir)) {
-      run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), false);
-      created = true;
-    }
-  } else {
-    const bool existed = config.get_bool("exist_ok") &&
-                         std::filesystem::exists(std::filesystem::path(config.get_text("project")) / config.get_text("name"));
-    run_dir = create_run_dir(config.get_text("project"), config.get_text("name"), config.get_bool("exist_ok"));
-    created = !existed;
+  if (!env.distributed()) {
+    if (const int nproc = local_processes(config); nproc * config.get_int("nnodes") > 1) return launch_ranks(arguments, config, nproc);
   }
-  const RunLock lock(run_dir);
-  for (const auto& folder : {run_dir, run_dir / "weights"}) {
-    if (const int stale = remove_stale_temporaries(folder)) log::info("Removed {} temporary file(s) a killed run left in {}", stale, folder.string());
+  std::unique_ptr<dist::Group> group;
+  std::unique_ptr<dist::GroupCollectives> collectives;
+  if (env.distributed()) {
+    (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), env.world_size);
+    const c10::Device device = train::resolve_device(config.get_text("device"), env.local_rank);
+    if (device.is_cpu()) share_cpu_threads(env);
+    group = std::make_unique<dist::Group>(env, dist::GroupOptions{.backend = backend_for(config, env),
+                                                                  .timeout = std::chrono::seconds(config.get_int("dist_timeout"))});
+    collectives = std::make_unique<dist::GroupCollectives>(*group, c10::Device(c10::kCPU));
+    if (env.rank != 0) return train_as_other_rank(config, *group, *collectives);
+    log::info("Data-parallel training: {} processes ({}), {} backend, {} images per process", env.world_size, env.launcher,
+              backend_for(config, env), config.get_int("batch") / env.world_size);
   }
-  if (!resume) write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
-  log::info("Logging results to {}", run_dir.string());
-  train::HookList hooks;
-  if (auto profiler = profile::make_profiler_hook(config)) hooks.add(std::move(profiler));
-  train::TrainOutcome outcome;
+  if (!group) return train_in_run_dir(config, nullptr, nullptr);
   try {
-    outcome = train::run_training(config, run_dir, hooks);
+    return train_in_run_dir(config, group.get(), collectives.get());
   } catch (...) {
-    // A command that fails before training starts (no GPU, batch=0, an empty image folder)
-    // leaves no run folder behind.
-    std::error_code ignored;
-    if (created && !std::filesystem::exists(run_dir / "weights")) std::filesystem::remove_all(run_dir, ignored);
+    publish_run_dir(*group, "");  // the others stop instead of waiting for a folder that never comes
     throw;
   }
-  if (config.get_bool("json")) fmt::print("{}\n", outcome.result.dump());
-  return outcome.exit_code;
 }
 
 }  // namespace libreyolo::cli

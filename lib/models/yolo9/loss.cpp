@@ -92,7 +92,7 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
   const TalAssignment assigned =
       tal_assign(logits, boxes, points.centres, points.strides, targets, options.tal);
   const at::Tensor weight = assigned.target_scores.sum(-1);  // [B, A], 0 on background
-  const at::Tensor norm = assigned.target_scores.sum().clamp_min(1.0);
+  const at::Tensor norm = loss_normaliser(assigned.target_scores.sum(), options.global_normaliser);
 
   const at::Tensor cls = at::binary_cross_entropy_with_logits(logits, assigned.target_scores, {}, {},
                                                               at::Reduction::None).sum() / norm;

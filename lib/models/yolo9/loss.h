@@ -42,6 +42,7 @@ struct LossOptions {
   double cls_gain = 0.5;
   double dfl_gain = 1.5;
   TalOptions tal;
+  GlobalNormaliser global_normaliser{};  // the target-score sum over every rank's batch
 };
 
 // Parts: box_loss, dfl_loss, cls_loss (gains included, as LibreYOLO logs them) and num_fg

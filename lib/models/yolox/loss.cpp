@@ -102,7 +102,7 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
   const SimOtaAssignment assigned = simota_assign(class_logits, objectness, boxes, points.cells, points.strides,
                                                   targets, options.variant);
   const at::Tensor foreground = assigned.foreground.to(at::kFloat);  // [B, A]
-  const at::Tensor norm = foreground.sum().clamp_min(1.0);
+  const at::Tensor norm = loss_normaliser(foreground.sum(), options.global_normaliser);
   const std::int64_t slots = targets.slots();
   const at::Tensor target_box =
       slots == 0 ? at::zeros_like(boxes)

@@ -37,6 +37,7 @@ struct LossOptions {
   bool use_l1 = false;  // switched on with the no-augmentation epochs
   double iou_gain = 5.0;
   SimOtaVariant variant = SimOtaVariant::Current;
+  GlobalNormaliser global_normaliser{};  // num_fg over every rank's batch (YOLOX all-reduces it)
 };
 
 // Parts: iou_loss (gain included), obj_loss, cls_loss, l1_loss and num_fg (per ground-truth

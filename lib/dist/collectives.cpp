@@ -1,0 +1,66 @@
+#include "dist/collectives.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <algorithm>
+
+namespace libreyolo::dist {
+
+namespace {
+
+// `tensor` on `device`, contiguous: the tensor itself when it already is.
+at::Tensor on_device(const at::Tensor& tensor, const c10::Device& device) {
+  return tensor.to(device).contiguous();
+}
+
+void wait(const c10::intrusive_ptr<c10d::Work>& work) {
+  work->wait();
+}
+
+}  // namespace
+
+void GroupCollectives::sum(at::Tensor& tensor) {
+  std::vector<at::Tensor> tensors{on_device(tensor, device_)};
+  wait(group_.group().allreduce(tensors, c10d::AllreduceOptions{.reduceOp = c10d::ReduceOp::SUM}));
+  if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
+}
+
+void GroupCollectives::max(at::Tensor& tensor) {
+  std::vector<at::Tensor> tensors{on_device(tensor, device_)};
+  wait(group_.group().allreduce(tensors, c10d::AllreduceOptions{.reduceOp = c10d::ReduceOp::MAX}));
+  if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
+}
+
+void GroupCollectives::broadcast(at::Tensor& tensor, int root) {
+  std::vector<at::Tensor> tensors{on_device(tensor, device_)};
+  c10d::BroadcastOptions options;
+  options.rootRank = root;
+  wait(group_.group().broadcast(tensors, options));
+  if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
+}
+
+at::Tensor GroupCollectives::gather_rows(const at::Tensor& rows) {
+  const int world = world_size();
+  // the row counts first, then every rank's rows padded to the longest
+  std::vector<at::Tensor> count{at::full({1}, rows.size(0), at::TensorOptions().dtype(at::kLong).device(device_))};
+  std::vector<std::vector<at::Tensor>> counts(1);
+  for (int r = 0; r < world; ++r) counts[0].push_back(at::empty_like(count[0]));
+  wait(group_.group().allgather(counts, count));
+  std::vector<std::int64_t> sizes;
+  for (const auto& c : counts[0]) sizes.push_back(c.item<std::int64_t>());
+  const std::int64_t longest = *std::max_element(sizes.begin(), sizes.end());
+  std::vector<std::int64_t> shape(rows.sizes().begin(), rows.sizes().end());
+  shape[0] = longest;
+  at::Tensor padded = at::zeros(shape, rows.options().device(device_));
+  if (rows.size(0) > 0) padded.narrow(0, 0, rows.size(0)).copy_(rows);
+  std::vector<at::Tensor> mine{padded};
+  std::vector<std::vector<at::Tensor>> all(1);
+  for (int r = 0; r < world; ++r) all[0].push_back(at::empty_like(padded));
+  wait(group_.group().allgather(all, mine));
+  std::vector<at::Tensor> parts;
+  for (int r = 0; r < world; ++r) parts.push_back(all[0][static_cast<std::size_t>(r)].narrow(0, 0, sizes[static_cast<std::size_t>(r)]));
+  return at::cat(parts).to(rows.device());
+}
+
+}  // namespace libreyolo::dist

@@ -1,0 +1,30 @@
+// train::Collectives on a c10d process group: what the training loop asks of the other ranks
+// (summed loss values and stop votes, gathered detections, loss normalisers) as Gloo or NCCL
+// collectives. Tensors travel on the group's device (the CPU for Gloo, the rank's GPU for NCCL)
+// and come back where they were.
+#pragma once
+
+#include "dist/process_group.h"
+#include "train/collectives.h"
+
+#include <c10/core/Device.h>
+
+namespace libreyolo::dist {
+
+class GroupCollectives final : public train::Collectives {
+ public:
+  GroupCollectives(Group& group, c10::Device device) : group_(group), device_(device) {}
+  int rank() const override { return group_.rank(); }
+  int world_size() const override { return group_.world_size(); }
+  int local_rank() const override { return group_.local_rank(); }
+  void sum(at::Tensor& tensor) override;
+  void max(at::Tensor& tensor) override;
+  void broadcast(at::Tensor& tensor, int root) override;
+  at::Tensor gather_rows(const at::Tensor& rows) override;
+
+ private:
+  Group& group_;
+  c10::Device device_;
+};
+
+}  // namespace libreyolo::dist
