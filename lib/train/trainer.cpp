@@ -305,6 +305,24 @@ std::optional<StopRequest> agree_on_stop(Collectives* dist, std::optional<StopRe
   return std::nullopt;
 }
 
+// The ranks' weights must stay bit-identical (every rank applies the same averaged gradients);
+// a rank that drifted would train a different model unnoticed. A checksum per rank, compared.
+void check_weights_agree(Collectives* dist, torch::nn::Module& module, int epoch) {
+  if (!dist) return;
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> sums;
+  for (const auto& p : module.parameters()) sums.push_back(p.detach().to(at::kDouble).sum().cpu());
+  if (sums.empty()) return;
+  const double local = at::stack(sums).sum().item<double>();
+  at::Tensor range = at::tensor({local, -local}, at::kDouble);
+  dist->max(range);
+  const double high = range[0].item<double>(), low = -range[1].item<double>();
+  if (high != low) {
+    throw RuntimeError(fmt::format("the ranks' weights differ after epoch {} (checksums {} to {}); this rank has {}. Please "
+                                   "report it with train_config.yaml", epoch + 1, low, high, local));
+  }
+}
+
 // Without sync_bn each rank's BatchNorm statistics come from its own samples: their mean over
 // the ranks before validation and saving (YOLOX's all_reduce_norm), so that every rank validates
 // and rank 0 saves the same model.
@@ -520,6 +538,7 @@ bool Trainer::end_epoch() {
   state_.last_epoch_loss = state_.seen ? state_.total_sum / static_cast<double>(state_.seen) : std::nan("");
   const bool final_epoch = epoch + 1 == state_.epochs;
   if (final_epoch && precise_bn_ > 0) precise_batch_norm(t_, state_, precise_bn_);
+  check_weights_agree(t_.dist, *t_.model().module, epoch);
   if (t_.dist && !config_.get_bool("sync_bn")) {
     average_batch_norm_statistics(t_.dist, *t_.model().module);
     if (t_.ema) average_batch_norm_statistics(t_.dist, *t_.ema_model.module);

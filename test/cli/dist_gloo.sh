@@ -1,7 +1,9 @@
 # Data-parallel process groups on c10d's Gloo backend, on 127.0.0.1 only: two ranks started by
 # hand with torchrun's variables, by torchrun itself (the test venv's), with a hand-set Slurm
 # environment, and two "nodes" of one rank each; then the failures: a taken port and a rank that
-# never comes, each a clear message within the timeout, never a hang.
+# never comes, each a clear message within the timeout, never a hang. Each rank of dist_selftest
+# also checks sync_bn against BatchNorm over the global batch, and the sharded validation against
+# one process's (test/dist/dist_selftest.cpp).
 . "$(dirname "$0")/lib.sh"
 : "${DIST_SELFTEST:?}"
 python=${LIBREYOLO_PYTHON:-python3}
@@ -81,12 +83,6 @@ if [ -n "${DIST_SPAWN:-}" ]; then
   [ "$(grep -c 'got TERM' term.out)" -eq 2 ] || { fail "each rank should get SIGTERM once"; cat term.out; }
 fi
 
-# libreyolo train started as one rank of several is refused (not yet data-parallel) instead of
-# training alone in every rank
-env RANK=1 WORLD_SIZE=2 "$LIBREYOLO" train model=yolo9-t data=coco8 epochs=1 >rank.out 2>&1
-code=$?
-[ "$code" -eq 2 ] || { fail "train as rank 1 of 2 exited $code, expected 2"; cat rank.out; }
-expect_in rank.out "this process is rank 1 of 2 (torchrun): data-parallel training is not part of"
 env SLURM_PROCID=0 SLURM_NTASKS=1 "$LIBREYOLO" train model=yolo9-t data=nowhere.yaml epochs=1 >slurm1.out 2>&1
 code=$?  # one Slurm task is plain training: here it reaches the data check
 [ "$code" -eq 3 ] || { fail "train as the one Slurm task exited $code, expected 3 (no such data)"; cat slurm1.out; }

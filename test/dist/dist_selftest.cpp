@@ -10,6 +10,14 @@
 #include "dist/process_group.h"
 #include "dist/collectives.h"
 #include "nn/conv.h"
+#include "data/dataset.h"
+#include "data/dataset_yaml.h"
+#include "data/synth.h"
+#include "data/training_data.h"
+#include "eval/validator.h"
+#include "models/family.h"
+#include "models/model_name.h"
+#include "models/registry.h"
 #include "train/sync_batch_norm.h"
 
 #include <ATen/ATen.h>
@@ -21,8 +29,11 @@
 
 #include <torch/nn/modules/container/sequential.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <exception>
+#include <filesystem>
 
 namespace {
 
@@ -83,6 +94,44 @@ bool check_sync_batch_norm(dist::Group& group, int r, int w) {
   }
   if (!ok) fmt::print(stderr, "rank {}: sync_bn differs from BatchNorm over the {} samples\n", r, per_rank * w);
   return ok;
+}
+
+// Distributed validation: each rank runs every W-th batch and the detections are gathered; the
+// result must be one process's exactly (the same detections in the same order, the same metrics).
+// An untrained YOLOv9-t at confidence 0 gives thousands of boxes to compare.
+bool check_distributed_validation(dist::Group& group, int r) {
+  namespace data = libreyolo::data;
+  namespace models = libreyolo::models;
+  namespace eval = libreyolo::eval;
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("libreyolo_dist_val_{}_{}", ::getpid(), r);
+  data::write_synthetic_dataset({.out = dir, .train_images = 1, .val_images = 10, .image_size = 64, .seed = 3});
+  const auto spec = data::load_dataset_spec((dir / "data.yaml").string());
+  auto scan = data::scan_split(spec, "val", 1);
+  const data::DetectionDataset dataset(std::move(scan.images), spec.class_count(), 64, data::CacheMode::none);
+  torch::manual_seed(5);
+  models::DetectionModel model = models::build_model(models::parse_model_name("yolo9-t"), spec.class_count());
+  model.module->eval();
+  const eval::ValidatorOptions options{.family = &models::family("yolo9"), .batch_size = 3, .image_size = 64, .confidence = 0.0, .workers = 1};
+  const auto forward = [&](const at::Tensor& x) { return model.forward(x); };
+  const eval::Validation one = eval::Validator(dataset, options).run(forward);
+  eval::Validator sharded(dataset, options);
+  dist::GroupCollectives collectives(group, c10::kCPU);
+  sharded.distribute({.shard = r, .shards = group.world_size(),
+                      .gather_rows = [&](const at::Tensor& rows) { return collectives.gather_rows(rows); },
+                      .sum = [&](at::Tensor& values) { collectives.sum(values); }});
+  const eval::Validation gathered = sharded.run(forward);
+  std::filesystem::remove_all(dir);
+  bool same = one.detections.size() == gathered.detections.size() && !one.detections.empty();
+  for (std::size_t i = 0; same && i < one.detections.size(); ++i) {
+    const auto &a = one.detections[i], &b = gathered.detections[i];
+    same = a.image == b.image && a.category == b.category && a.x == b.x && a.y == b.y && a.w == b.w && a.h == b.h && a.score == b.score;
+  }
+  same = same && one.coco.stats == gathered.coco.stats && one.pr.mean_precision == gathered.pr.mean_precision;
+  if (!same) {
+    fmt::print(stderr, "rank {}: distributed validation gave {} detections (mAP50 {}), one process {} (mAP50 {})\n", r,
+               gathered.detections.size(), gathered.coco.map50(), one.detections.size(), one.coco.map50());
+  }
+  return same;
 }
 
 }  // namespace
@@ -164,8 +213,9 @@ int main(int argc, char** argv) {
       }
     }
     if (!check_sync_batch_norm(group, r, w)) return 1;
+    if (!check_distributed_validation(group, r)) return 1;
     group.group().barrier()->wait();
-    fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{}; all-reduce, broadcast, Reducer, GradientSync, sync_bn)\n", r, w, env.launcher, env.local_rank, env.master_addr,
+    fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{}; all-reduce, broadcast, Reducer, GradientSync, sync_bn, validation)\n", r, w, env.launcher, env.local_rank, env.master_addr,
                env.master_port);
     return 0;
   } catch (...) {

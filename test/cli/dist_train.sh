@@ -1,0 +1,130 @@
+# Data-parallel training on the CPU (Gloo), every process on 127.0.0.1:
+#  - gradient parity: 2 ranks x 4 images give the losses, weights and BatchNorm statistics of one
+#    process x 8 on the same samples (sync_bn=true, per-sample augmentation), without and with
+#    accumulation (nbs), to a relative 1e-3 (measured: about 1e-5);
+#  - the distributed validation's mAP equals `libreyolo val` of the same weights in one process;
+#  - the four launches (nproc_per_node, torchrun, two "nodes", Slurm) each leave one normal run folder;
+#  - the failures: an indivisible batch, missing GPUs, a port in use, a rank killed mid-epoch,
+#    Ctrl-C to the launcher then resume (same world size and another).
+. "$(dirname "$0")/lib.sh"
+export OMP_NUM_THREADS=1
+python=${LIBREYOLO_PYTHON:-python3}
+compare=${LIBREYOLO_SOURCE_ROOT:?}/test/dist/compare_runs.py
+free_port() { "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+rows() { tail -n +2 "$1/results.csv" | wc -l; }
+column() {  # column RUN NAME : the last row's value
+  "$python" -c 'import csv, sys; print(list(csv.DictReader(open(sys.argv[1] + "/results.csv")))[-1][sys.argv[2]])' "$1" "$2"
+}
+
+"$LIBREYOLO" data synth out=ds synth_images=32 synth_val_images=8 synth_size=64 quiet=true >/dev/null 2>&1 || { echo "synth failed"; exit 1; }
+common="model=yolo9-t data=ds/data.yaml imgsz=64 workers=1 quiet=true project=runs"
+# A start whose class scores are apart: an untrained head's near-equal scores let the label
+# assignment (top-k) flip on float rounding, and the runs would part for that reason alone.
+expect_exit 0 train $common epochs=10 batch=8 val=false name=warm
+parity="$common pretrained=runs/warm/weights/last.pt batch=8 sync_bn=true mosaic=0 mixup=0 warmup_epochs=0"
+
+# 1. parity without accumulation (one step per batch), 2. with it (nbs=16: two batches a step)
+for case in "plain nbs=8 epochs=1 val=false" "accumulated nbs=16 epochs=2 eval_interval=1"; do
+  name=${case%% *}; args=${case#* }
+  expect_exit 0 train $parity $args name="$name-one"
+  timeout 180 "$LIBREYOLO" train $parity $args name="$name-two" nproc_per_node=2 quiet=false >"$name.out" 2>&1 \
+    || { fail "$name: the 2-rank run exited $?"; sed 's/^/  | /' "$name.out" | tail -20; }
+  "$python" "$compare" runs/warm/weights/last.pt "runs/$name-one" "runs/$name-two" 1e-3 >"$name.parity" 2>&1 \
+    || { fail "$name: 2 ranks x 4 differ from 1 x 8"; cat "$name.parity"; }
+  sed "s/^/  $name: /" "$name.parity"
+done
+expect_in accumulated.out "Data-parallel training: 2 processes (torchrun), gloo backend, 4 images per process"
+expect_in accumulated.out "sync_bn: "
+grep -q '^\[rank 1\]' accumulated.out && { fail "rank 1 printed to the console"; grep '^\[rank 1\]' accumulated.out | head -5; }
+[ -d runs/accumulated-two2 ] && fail "rank 1 made a run folder of its own"
+expect_in runs/accumulated-two/status.json '"world_size": 2'
+
+# the sharded validation, gathered, equals one process validating the same weights
+"$LIBREYOLO" val model=runs/accumulated-two/weights/last.pt data=ds/data.yaml imgsz=64 batch=8 iou=0.65 json=true \
+  quiet=true >val.json 2>val.err || { fail "val exited $?"; cat val.err; }
+"$python" - runs/accumulated-two val.json <<'PY' || fail "the distributed validation differs from one process's"
+import csv, json, sys
+row = list(csv.DictReader(open(sys.argv[1] + "/results.csv")))[-1]
+val = json.load(open(sys.argv[2]))
+for key in ("metrics/mAP50-95", "metrics/mAP50", "metrics/precision", "metrics/recall"):
+    a, b = float(row[key]), val[key]
+    print(f"  validation {key}: 2 ranks {a}, one process {b}")
+    if abs(a - b) > 1e-6:
+        sys.exit(1)
+PY
+# (this tiny model's mAP may be 0; dist_selftest compares the gathered detections one by one)
+
+short="$common epochs=1 batch=4 val=false"
+# torchrun (the test venv's), two "nodes" of one rank each, and Slurm's variables: one run folder each
+torchrun=$(dirname "$python")/torchrun
+if [ -x "$torchrun" ]; then
+  port=$(free_port)
+  timeout 120 "$torchrun" --nproc_per_node 2 --master_addr 127.0.0.1 --master_port "$port" --no-python \
+    "$LIBREYOLO" train $short name=torchrun >torchrun.out 2>&1 || { fail "torchrun exited $?"; tail -20 torchrun.out; }
+  [ "$(rows runs/torchrun)" -eq 1 ] || fail "torchrun: expected one epoch in results.csv"
+else
+  fail "no torchrun next to $python: the test venv is incomplete (scripts/setup.sh)"
+fi
+port=$(free_port)
+timeout 120 "$LIBREYOLO" train $short name=nodes nnodes=2 node_rank=1 master_port="$port" >node1.out 2>&1 & n1=$!
+timeout 120 "$LIBREYOLO" train $short name=nodes nnodes=2 node_rank=0 master_port="$port" quiet=false >node0.out 2>&1 \
+  || { fail "node 0 exited $?"; tail -20 node0.out; }
+wait "$n1" || { fail "node 1 exited $?"; tail -20 node1.out; }
+[ "$(rows runs/nodes)" -eq 1 ] || fail "two nodes: expected one epoch in results.csv"
+expect_in node0.out "world size 2, node 0 of 2"
+port=$(free_port)
+for r in 1 0; do
+  env SLURM_PROCID=$r SLURM_NTASKS=2 SLURM_LOCALID=$r SLURM_NTASKS_PER_NODE=2 SLURM_JOB_NODELIST=127.0.0.1 \
+    MASTER_PORT=$port timeout 120 "$LIBREYOLO" train $short name=slurm quiet=false >slurm$r.out 2>&1 &
+  eval "s$r=\$!"
+done
+wait "$s0" || { fail "Slurm task 0 exited $?"; tail -20 slurm0.out; }
+wait "$s1" || { fail "Slurm task 1 exited $?"; tail -20 slurm1.out; }
+expect_in slurm0.out "2 processes (slurm)"
+[ "$(rows runs/slurm)" -eq 1 ] || fail "Slurm: expected one epoch in results.csv"
+ls runs | grep -Eq '^(torchrun|nodes|slurm)[0-9]' && fail "a rank made a run folder of its own: $(ls runs)"
+
+# failures: exit 2 before any process starts, a clear line each
+expect_exit 2 train $short batch=5 nproc_per_node=2 name=odd
+expect_in "$WORK/err" "batch=5 must be a multiple of the 2 data-parallel processes"
+expect_in "$WORK/err" "use batch=4 or batch=6"
+[ -d runs/odd ] && fail "the indivisible batch left a run folder"
+expect_exit 2 train $short device=0,1 name=gpus
+expect_in "$WORK/err" "no such CUDA device"
+"$python" -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)' >busy_port &
+holder=$!
+for _ in $(seq 50); do [ -s busy_port ] && break; sleep 0.1; done
+expect_exit 1 train $short nproc_per_node=2 master_port="$(cat busy_port)" name=busy
+kill "$holder" 2>/dev/null
+expect_in "$WORK/err" "master_port $(cat busy_port) is in use (another training?): pass master_port=<free port> or let libreyolo pick one"
+
+# a rank killed mid-epoch: the launcher stops the other and names it, well within dist_timeout
+long="$common batch=4 val=false epochs=50"
+"$LIBREYOLO" train $long nproc_per_node=2 name=killed >killed.out 2>&1 & launcher=$!
+if wait_for runs/killed/results.csv '^1,'; then
+  for pid in $(pgrep -P "$launcher"); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx RANK=1 && kill -KILL "$pid"
+  done
+fi
+start=$(date +%s)
+wait "$launcher"; code=$?
+[ "$code" -eq 137 ] || { fail "a killed rank gave launcher exit $code, expected 137"; tail -20 killed.out; }
+[ $(( $(date +%s) - start )) -lt 40 ] || fail "the launcher took more than 40 s after rank 1 died"
+expect_in killed.out "rank 1 failed with exit code 137; the other ranks were stopped"
+
+# Ctrl-C to the launcher: every rank stops at the same step, rank 0 saves last.pt, exit 130; then
+# resume with the same world size, and (another run) with one process
+for world in 2 1; do
+  "$LIBREYOLO" train $common batch=4 val=false epochs=3 nproc_per_node=2 name=cut$world quiet=false >cut$world.out 2>&1 & launcher=$!
+  wait_for runs/cut$world/results.csv '^1,' && kill -INT "$launcher"
+  wait "$launcher"; code=$?
+  [ "$code" -eq 130 ] || { fail "Ctrl-C to the launcher gave exit $code, expected 130"; tail -20 cut$world.out; }
+  expect_in runs/cut$world/status.json '"state": "interrupted"'
+  expect_in cut$world.out "SIGINT received"
+  timeout 180 "$LIBREYOLO" train model=runs/cut$world/weights/last.pt resume=true nproc_per_node=$world >resume$world.out 2>&1 \
+    || { fail "resume with $world process(es) exited $?"; tail -20 resume$world.out; }
+  expect_in runs/cut$world/status.json '"state": "completed"'
+  [ "$(rows runs/cut$world)" -eq 3 ] || fail "resumed with $world process(es): expected 3 epochs in results.csv"
+done
+finish
