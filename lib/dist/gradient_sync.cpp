@@ -1,6 +1,7 @@
 #include "dist/gradient_sync.h"
 
 #include "core/error.h"
+#include "core/log.h"
 #include "train/train_state.h"
 
 #include <fmt/format.h>
@@ -32,6 +33,11 @@ void GradientSync::on_train_start(const train::RunInfo& info, const train::Train
   const std::vector<bool> sparse(parameters.size(), false);
   const auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
       parameters, {static_cast<std::size_t>(first_bucket_bytes_), static_cast<std::size_t>(bucket_bytes_)}, sparse);
+  gradient_bytes_ = 0;
+  for (const auto& p : parameters) gradient_bytes_ += p.numel() * static_cast<std::int64_t>(p.element_size());
+  buckets_ = buckets.size();
+  log::info("Gradient sync: {} tensors in {} buckets, {:.1f} MB all-reduced per optimizer step ({} processes)",
+            parameters.size(), buckets_, static_cast<double>(gradient_bytes_) / 1e6, group_.world_size());
   reducer_ = std::make_unique<c10d::Reducer>(parameters, buckets, group_.handle(), sparse, bucket_bytes_,
                                              /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/false,
                                              std::unordered_map<std::size_t, std::string>{}, first_bucket_bytes_,
@@ -48,6 +54,12 @@ void GradientSync::on_phase_start(train::Phase phase) {
   if (phase == train::Phase::forward) reducer_->prepare_for_forward();
   // Armed only on a window's last micro-step: the others keep their gradients local (no_sync).
   if (phase == train::Phase::backward && sync_step_) reducer_->prepare_for_backward({});
+}
+
+void GradientSync::on_train_end(const train::TrainState&, nlohmann::ordered_json& result) {
+  result["data_parallel"] = {{"world_size", group_.world_size()},
+                             {"buckets", buckets_},
+                             {"allreduce_bytes_per_step", gradient_bytes_}};
 }
 
 }  // namespace libreyolo::dist

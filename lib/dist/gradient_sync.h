@@ -25,6 +25,8 @@ class GradientSync final : public train::TrainHook {
   void on_train_start(const train::RunInfo& info, const train::TrainState& state) override;
   void on_step_start(const train::TrainState& state) override;
   void on_phase_start(train::Phase phase) override;
+  // result["data_parallel"]: world size, buckets and the bytes each optimizer step all-reduces.
+  void on_train_end(const train::TrainState& state, nlohmann::ordered_json& result) override;
 
   // Parameters and buffers from rank 0 (at the start and after a resume).
   void broadcast_state(torch::nn::Module& module);
@@ -34,6 +36,8 @@ class GradientSync final : public train::TrainHook {
   std::int64_t bucket_bytes_, first_bucket_bytes_;
   std::unique_ptr<c10d::Reducer> reducer_;
   bool sync_step_ = true;
+  std::int64_t gradient_bytes_ = 0;
+  std::size_t buckets_ = 0;
 };
 
 }  // namespace libreyolo::dist

@@ -111,7 +111,8 @@ int spawn_ranks(const std::vector<std::string>& argv, const SpawnOptions& option
       // once (a rank that got it twice would exit without saving), and a signal reaches the rank's
       // children too.
       ::setpgid(0, 0);
-      ::dup2(pipe_ends[1], STDOUT_FILENO);
+      // rank 0's stdout stays the launcher's (results such as json=true); everything else is relayed
+      if (r.rank != 0) ::dup2(pipe_ends[1], STDOUT_FILENO);
       ::dup2(pipe_ends[1], STDERR_FILENO);
       ::close(pipe_ends[0]);
       ::close(pipe_ends[1]);

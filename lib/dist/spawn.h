@@ -1,7 +1,8 @@
 // The self-spawn launcher (`device=0,1`, or `nproc_per_node=2` on the CPU): starts one process per
 // local rank with the variables torchrun would set, so that each reads them as under torchrun.
-// The console reads like one run: every rank's stdout and stderr go to the launcher's stderr, rank
-// 0's lines as they are, the others' prefixed "[rank N] ". Ctrl-C and SIGTERM are forwarded to every rank; when one rank fails, the others get
+// The console reads like one run: the ranks' stderr and stdout go to the launcher's stderr, rank
+// 0's lines as they are, the others' prefixed "[rank N] "; only rank 0's stdout stays the
+// launcher's stdout (results such as json=true). Ctrl-C and SIGTERM are forwarded to every rank; when one rank fails, the others get
 // SIGTERM (then SIGKILL after a grace period) and the launcher exits with the failed rank's code,
 // naming it and showing its last lines.
 #pragma once

@@ -35,6 +35,7 @@ for case in "plain nbs=8 epochs=1 val=false" "accumulated nbs=16 epochs=2 eval_i
 done
 expect_in accumulated.out "Data-parallel training: 2 processes (torchrun), gloo backend, 4 images per process"
 expect_in accumulated.out "sync_bn: "
+expect_in accumulated.out "Gradient sync: "
 grep -q '^\[rank 1\]' accumulated.out && { fail "rank 1 printed to the console"; grep '^\[rank 1\]' accumulated.out | head -5; }
 [ -d runs/accumulated-two2 ] && fail "rank 1 made a run folder of its own"
 expect_in runs/accumulated-two/status.json '"world_size": 2'
@@ -112,6 +113,22 @@ wait "$launcher"; code=$?
 [ "$code" -eq 137 ] || { fail "a killed rank gave launcher exit $code, expected 137"; tail -20 killed.out; }
 [ $(( $(date +%s) - start )) -lt 40 ] || fail "the launcher took more than 40 s after rank 1 died"
 expect_in killed.out "rank 1 failed with exit code 137; the other ranks were stopped"
+
+# started by hand (as srun or a scheduler would, no launcher to stop it): when a rank dies, the
+# other fails with a message well within dist_timeout instead of waiting in a collective
+port=$(free_port)
+env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$LIBREYOLO" train $long name=orphan dist_timeout=20 \
+  quiet=false >orphan0.out 2>&1 & r0=$!
+env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$LIBREYOLO" train $long name=orphan dist_timeout=20 \
+  >orphan1.out 2>&1 & r1=$!
+wait_for runs/orphan/results.csv '^1,' && kill -KILL "$r1"
+start=$(date +%s)
+wait "$r0"; code=$?
+[ "$code" -ne 0 ] && [ "$code" -lt 128 ] || { fail "rank 0 without its peer exited $code, expected an error exit"; tail -5 orphan0.out; }
+[ $(( $(date +%s) - start )) -lt 60 ] || fail "rank 0 took more than 60 s to notice that rank 1 died (dist_timeout=20)"
+expect_in orphan0.out "libreyolo: error: rank 0 of 2 lost contact with another rank (Connection"
+expect_in runs/orphan/status.json '"state": "failed"'
+sed 's/^/  orphan: /' orphan0.out | tail -2
 
 # Ctrl-C to the launcher: every rank stops at the same step, rank 0 saves last.pt, exit 130; then
 # resume with the same world size, and (another run) with one process

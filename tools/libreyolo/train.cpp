@@ -86,6 +86,24 @@ void share_cpu_threads(const dist::LaunchEnv& env) {
   at::set_num_threads(std::max(1, usable_cpus() / std::max(1, env.local_world_size)));
 }
 
+// A collective that failed because a peer went away (killed, crashed, or its machine lost) says so
+// in a line a user reads, instead of the transport's "Read error ... Connection reset by peer".
+[[noreturn]] void rethrow_lost_peer(const dist::LaunchEnv& env) {
+  try {
+    throw;
+  } catch (const std::exception& error) {
+    const std::string what = error.what();
+    for (const char* sign : {"Connection reset by peer", "Connection closed by peer", "Timed out", "timed out", "Broken pipe",
+                             "Socket Timeout"}) {
+      if (what.find(sign) == std::string::npos) continue;
+      throw RuntimeError(fmt::format("rank {} of {} lost contact with another rank ({}): it failed, was killed, or did not "
+                                     "answer within dist_timeout; its own message says why. This rank stops too",
+                                     env.rank, env.world_size, sign));
+    }
+    throw;
+  }
+}
+
 std::string backend_for(const config::Config& config, const dist::LaunchEnv& env) {
   const std::string backend = config.get_text("dist_backend");
   if (backend != "auto") return backend;
@@ -206,7 +224,13 @@ int run_train(const Arguments& arguments) {
     group = std::make_unique<dist::Group>(env, dist::GroupOptions{.backend = backend_for(config, env),
                                                                   .timeout = std::chrono::seconds(config.get_int("dist_timeout"))});
     collectives = std::make_unique<dist::GroupCollectives>(*group, c10::Device(c10::kCPU));
-    if (env.rank != 0) return train_as_other_rank(config, *group, *collectives);
+    if (env.rank != 0) {
+      try {
+        return train_as_other_rank(config, *group, *collectives);
+      } catch (...) {
+        rethrow_lost_peer(env);
+      }
+    }
     log::info("Data-parallel training: {} processes ({}), {} backend, {} images per process", env.world_size, env.launcher,
               backend_for(config, env), config.get_int("batch") / env.world_size);
   }
@@ -215,7 +239,7 @@ int run_train(const Arguments& arguments) {
     return train_in_run_dir(config, group.get(), collectives.get());
   } catch (...) {
     publish_run_dir(*group, "");  // the others stop instead of waiting for a folder that never comes
-    throw;
+    rethrow_lost_peer(env);
   }
 }
 

@@ -1,0 +1,83 @@
+"""Data-parallel training on the CPU: one coco128 epoch in 1 process x 2 threads against
+2 processes x 1 thread (Gloo, `nproc_per_node=2`), the same global batch. Prints one JSON line per
+setting with the median epoch time (results.csv's epoch_time, without validation), the wall time
+of the command, and for the 2-process run the bytes its Reducer all-reduces per optimizer step
+(the run's result object, json=true).
+
+    python3 bench/ddp_cpu.py [--repeat 3] [--imgsz 320] [--batch 16] [--model yolo9-t]
+
+Needs coco128 under $LIBREYOLO_DATASETS (default ../shared/datasets); exits 77 without it.
+"""
+import argparse
+import csv
+import json
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OURS = ROOT / "build" / "tools" / "libreyolo" / "libreyolo"
+
+
+def cpu_model():
+    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def run(work, name, args, threads, nproc):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    command = [str(OURS), "train", f"model={args.model}", "data=coco128", f"imgsz={args.imgsz}", f"batch={args.batch}",
+               "epochs=1", "val=false", "workers=2", "json=true", "quiet=true", f"project={work}", f"name={name}",
+               "exist_ok=true", f"nproc_per_node={nproc}", "device=cpu"]
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{name} failed ({done.returncode}): {done.stderr[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    with open(work / name / "results.csv", newline="") as f:
+        epoch_time = float(list(csv.DictReader(f))[-1]["epoch_time"])
+    return epoch_time, wall, result.get("data_parallel", {})
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--imgsz", type=int, default=320)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--model", default="yolo9-t")
+    args = parser.parse_args()
+    datasets = pathlib.Path(os.environ.setdefault("LIBREYOLO_DATASETS", str(ROOT.parent / "shared" / "datasets")))
+    if not (datasets / "coco128").is_dir():
+        print(f"coco128 not found under {datasets}: skipped", file=sys.stderr)
+        sys.exit(77)
+    settings = [("1 process x 2 threads", 2, 1), ("2 processes x 1 thread", 1, 2)]
+    with tempfile.TemporaryDirectory() as folder:
+        work = pathlib.Path(folder)
+        times = {label: [] for label, _, _ in settings}
+        info = {}
+        for _ in range(args.repeat):  # interleaved: drift on a shared machine hits both alike
+            for label, threads, nproc in settings:
+                epoch, wall, dp = run(work, f"n{nproc}", args, threads, nproc)
+                times[label].append((epoch, wall))
+                info[label] = dp
+        base = statistics.median(e for e, _ in times[settings[0][0]])
+        for label, threads, nproc in settings:
+            epochs = [e for e, _ in times[label]]
+            print(json.dumps({"setting": label, "model": args.model, "imgsz": args.imgsz, "batch": args.batch,
+                              "cpu": cpu_model(), "cores": os.cpu_count(), "repeat": args.repeat,
+                              "epoch_s_median": round(statistics.median(epochs), 2),
+                              "wall_s_median": round(statistics.median(w for _, w in times[label]), 2),
+                              "epoch_time_vs_1_process": round(statistics.median(epochs) / base, 3),
+                              "epoch_s": [round(e, 2) for e in epochs], "data_parallel": info[label]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
