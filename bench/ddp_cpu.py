@@ -1,5 +1,6 @@
 """Data-parallel training on the CPU: one coco128 epoch in 1 process x 2 threads against
-2 processes x 1 thread (Gloo, `nproc_per_node=2`), the same global batch. Prints one JSON line per
+2 processes x 1 thread (Gloo, `nproc_per_node=2`), with and without sync_bn (two small all-reduces
+per BatchNorm layer and step), the same global batch. Prints one JSON line per
 setting with the median epoch time (results.csv's epoch_time, without validation), the wall time
 of the command, and for the 2-process run the bytes its Reducer all-reduces per optimizer step
 (the run's result object, json=true).
@@ -31,11 +32,11 @@ def cpu_model():
     return platform.processor()
 
 
-def run(work, name, args, threads, nproc):
+def run(work, name, args, threads, nproc, sync_bn):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     command = [str(OURS), "train", f"model={args.model}", "data=coco128", f"imgsz={args.imgsz}", f"batch={args.batch}",
                "epochs=1", "val=false", "workers=2", "json=true", "quiet=true", f"project={work}", f"name={name}",
-               "exist_ok=true", f"nproc_per_node={nproc}", "device=cpu"]
+               "exist_ok=true", f"nproc_per_node={nproc}", "device=cpu", f"sync_bn={sync_bn}"]
     start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     wall = time.perf_counter() - start
@@ -58,18 +59,19 @@ def main():
     if not (datasets / "coco128").is_dir():
         print(f"coco128 not found under {datasets}: skipped", file=sys.stderr)
         sys.exit(77)
-    settings = [("1 process x 2 threads", 2, 1), ("2 processes x 1 thread", 1, 2)]
+    settings = [("1 process x 2 threads", 2, 1, "true"), ("2 processes x 1 thread, sync_bn=true", 1, 2, "true"),
+                ("2 processes x 1 thread, sync_bn=false", 1, 2, "false")]
     with tempfile.TemporaryDirectory() as folder:
         work = pathlib.Path(folder)
-        times = {label: [] for label, _, _ in settings}
+        times = {label: [] for label, _, _, _ in settings}
         info = {}
-        for _ in range(args.repeat):  # interleaved: drift on a shared machine hits both alike
-            for label, threads, nproc in settings:
-                epoch, wall, dp = run(work, f"n{nproc}", args, threads, nproc)
+        for _ in range(args.repeat):  # interleaved: drift on a shared machine hits all alike
+            for label, threads, nproc, sync_bn in settings:
+                epoch, wall, dp = run(work, f"n{nproc}", args, threads, nproc, sync_bn)
                 times[label].append((epoch, wall))
                 info[label] = dp
         base = statistics.median(e for e, _ in times[settings[0][0]])
-        for label, threads, nproc in settings:
+        for label, _, _, _ in settings:
             epochs = [e for e, _ in times[label]]
             print(json.dumps({"setting": label, "model": args.model, "imgsz": args.imgsz, "batch": args.batch,
                               "cpu": cpu_model(), "cores": os.cpu_count(), "repeat": args.repeat,
