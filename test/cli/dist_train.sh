@@ -92,6 +92,8 @@ expect_in "$WORK/err" "use batch=4 or batch=6"
 [ -d runs/odd ] && fail "the indivisible batch left a run folder"
 expect_exit 2 train $short device=0,1 name=gpus
 expect_in "$WORK/err" "no such CUDA device"
+expect_exit 2 train $short nproc_per_node=2 dist_backend=nccl name=nccl
+expect_in "$WORK/err" "dist_backend=nccl is not built yet"
 "$python" -c 'import socket, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)' >busy_port &
 holder=$!

@@ -53,6 +53,8 @@ int local_processes(const config::Config& config) {
   return devices.size() > 1 ? static_cast<int>(devices.size()) : nproc;
 }
 
+std::string backend_for(const config::Config& config, int local_rank);
+
 // `libreyolo train device=0,1` / `nproc_per_node=2` / `nnodes=2 node_rank=..`: this process
 // starts the ranks of this machine with torchrun's variables and waits for them.
 int launch_ranks(const Arguments& arguments, const config::Config& config, int nproc) {
@@ -64,7 +66,13 @@ int launch_ranks(const Arguments& arguments, const config::Config& config, int n
   const int world = nproc * nnodes;
   (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), world);  // indivisible: exit 2 before any start
   // every rank's device must exist: exit 2 here, not N failures later
-  for (int local = 0; local < nproc; ++local) (void)train::resolve_device(config.get_text("device"), local);
+  for (int local = 0; local < nproc; ++local) {
+    (void)train::resolve_device(config.get_text("device"), local);
+    if (const std::string backend = backend_for(config, local); backend != "gloo") {
+      throw UsageError(fmt::format("dist_backend={} is not built yet (NCCL comes with the GPU path); use dist_backend=gloo, "
+                                   "which also carries CUDA tensors", backend));
+    }
+  }
   dist::SpawnOptions options;
   options.nproc = nproc;
   options.nnodes = nnodes;
@@ -104,10 +112,10 @@ void share_cpu_threads(const dist::LaunchEnv& env) {
   }
 }
 
-std::string backend_for(const config::Config& config, const dist::LaunchEnv& env) {
+std::string backend_for(const config::Config& config, int local_rank) {
   const std::string backend = config.get_text("dist_backend");
   if (backend != "auto") return backend;
-  return train::resolve_device(config.get_text("device"), env.local_rank).is_cuda() ? "nccl" : "gloo";
+  return train::resolve_device(config.get_text("device"), local_rank).is_cuda() ? "nccl" : "gloo";
 }
 
 // Rank 0 tells the others which run folder it chose ("" when it failed before training).
@@ -221,7 +229,7 @@ int run_train(const Arguments& arguments) {
     (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), env.world_size);
     const c10::Device device = train::resolve_device(config.get_text("device"), env.local_rank);
     if (device.is_cpu()) share_cpu_threads(env);
-    group = std::make_unique<dist::Group>(env, dist::GroupOptions{.backend = backend_for(config, env),
+    group = std::make_unique<dist::Group>(env, dist::GroupOptions{.backend = backend_for(config, env.local_rank),
                                                                   .timeout = std::chrono::seconds(config.get_int("dist_timeout"))});
     collectives = std::make_unique<dist::GroupCollectives>(*group, c10::Device(c10::kCPU));
     if (env.rank != 0) {
@@ -232,7 +240,7 @@ int run_train(const Arguments& arguments) {
       }
     }
     log::info("Data-parallel training: {} processes ({}), {} backend, {} images per process", env.world_size, env.launcher,
-              backend_for(config, env), config.get_int("batch") / env.world_size);
+              backend_for(config, env.local_rank), config.get_int("batch") / env.world_size);
   }
   if (!group) return train_in_run_dir(config, nullptr, nullptr);
   try {
