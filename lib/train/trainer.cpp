@@ -325,7 +325,7 @@ void check_weights_agree(Collectives* dist, torch::nn::Module& module, int epoch
 
 // Without sync_bn each rank's BatchNorm statistics come from its own samples: their mean over
 // the ranks before validation and saving (YOLOX's all_reduce_norm), so that every rank validates
-// and rank 0 saves the same model.
+// and rank 0 saves the same model. With sync_bn they already agree (the mean leaves them).
 void average_batch_norm_statistics(Collectives* dist, torch::nn::Module& module) {
   if (!dist) return;
   for (const auto& item : module.named_buffers()) {
@@ -539,7 +539,7 @@ bool Trainer::end_epoch() {
   const bool final_epoch = epoch + 1 == state_.epochs;
   if (final_epoch && precise_bn_ > 0) precise_batch_norm(t_, state_, precise_bn_);
   check_weights_agree(t_.dist, *t_.model().module, epoch);
-  if (t_.dist && !config_.get_bool("sync_bn")) {
+  if (t_.dist) {  // with sync_bn only precise_bn's per-rank statistics of the EMA model differ
     average_batch_norm_statistics(t_.dist, *t_.model().module);
     if (t_.ema) average_batch_norm_statistics(t_.dist, *t_.ema_model.module);
   }
