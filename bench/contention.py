@@ -18,21 +18,12 @@ import argparse
 import json
 import os
 import pathlib
-import platform
 import statistics
 import subprocess
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-OURS = ROOT / "build" / "tools" / "libreyolo" / "libreyolo"
-
-
-def cpu_model():
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
+from machine import OURS, cpu_model
 
 
 def command(work, name):

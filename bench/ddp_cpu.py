@@ -14,22 +14,13 @@ import csv
 import json
 import os
 import pathlib
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-OURS = ROOT / "build" / "tools" / "libreyolo" / "libreyolo"
-
-
-def cpu_model():
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
+from machine import OURS, ROOT, cpu_model
 
 
 def run(work, name, args, threads, nproc, sync_bn):
