@@ -14,31 +14,17 @@ at::Tensor on_device(const at::Tensor& tensor, const c10::Device& device) {
   return tensor.to(device).contiguous();
 }
 
-void wait(const c10::intrusive_ptr<c10d::Work>& work) {
-  work->wait();
-}
-
 }  // namespace
 
-void GroupCollectives::sum(at::Tensor& tensor) {
+void GroupCollectives::all_reduce(at::Tensor& tensor, c10d::ReduceOp::RedOpType op) {
   std::vector<at::Tensor> tensors{on_device(tensor, device_)};
-  wait(group_.group().allreduce(tensors, c10d::AllreduceOptions{.reduceOp = c10d::ReduceOp::SUM}));
+  group_.group().allreduce(tensors, c10d::AllreduceOptions{.reduceOp = c10d::ReduceOp(op)})->wait();
   if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
 }
 
-void GroupCollectives::max(at::Tensor& tensor) {
-  std::vector<at::Tensor> tensors{on_device(tensor, device_)};
-  wait(group_.group().allreduce(tensors, c10d::AllreduceOptions{.reduceOp = c10d::ReduceOp::MAX}));
-  if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
-}
+void GroupCollectives::sum(at::Tensor& tensor) { all_reduce(tensor, c10d::ReduceOp::SUM); }
 
-void GroupCollectives::broadcast(at::Tensor& tensor, int root) {
-  std::vector<at::Tensor> tensors{on_device(tensor, device_)};
-  c10d::BroadcastOptions options;
-  options.rootRank = root;
-  wait(group_.group().broadcast(tensors, options));
-  if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
-}
+void GroupCollectives::max(at::Tensor& tensor) { all_reduce(tensor, c10d::ReduceOp::MAX); }
 
 at::Tensor GroupCollectives::gather_rows(const at::Tensor& rows) {
   const int world = world_size();
@@ -46,7 +32,7 @@ at::Tensor GroupCollectives::gather_rows(const at::Tensor& rows) {
   std::vector<at::Tensor> count{at::full({1}, rows.size(0), at::TensorOptions().dtype(at::kLong).device(device_))};
   std::vector<std::vector<at::Tensor>> counts(1);
   for (int r = 0; r < world; ++r) counts[0].push_back(at::empty_like(count[0]));
-  wait(group_.group().allgather(counts, count));
+  group_.group().allgather(counts, count)->wait();
   std::vector<std::int64_t> sizes;
   for (const auto& c : counts[0]) sizes.push_back(c.item<std::int64_t>());
   const std::int64_t longest = *std::max_element(sizes.begin(), sizes.end());
@@ -57,7 +43,7 @@ at::Tensor GroupCollectives::gather_rows(const at::Tensor& rows) {
   std::vector<at::Tensor> mine{padded};
   std::vector<std::vector<at::Tensor>> all(1);
   for (int r = 0; r < world; ++r) all[0].push_back(at::empty_like(padded));
-  wait(group_.group().allgather(all, mine));
+  group_.group().allgather(all, mine)->wait();
   std::vector<at::Tensor> parts;
   for (int r = 0; r < world; ++r) parts.push_back(all[0][static_cast<std::size_t>(r)].narrow(0, 0, sizes[static_cast<std::size_t>(r)]));
   return at::cat(parts).to(rows.device());

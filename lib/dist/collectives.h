@@ -8,6 +8,7 @@
 #include "train/collectives.h"
 
 #include <c10/core/Device.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
 
 namespace libreyolo::dist {
 
@@ -19,10 +20,11 @@ class GroupCollectives final : public train::Collectives {
   int local_rank() const override { return group_.local_rank(); }
   void sum(at::Tensor& tensor) override;
   void max(at::Tensor& tensor) override;
-  void broadcast(at::Tensor& tensor, int root) override;
   at::Tensor gather_rows(const at::Tensor& rows) override;
 
  private:
+  void all_reduce(at::Tensor& tensor, c10d::ReduceOp::RedOpType op);
+
   Group& group_;
   c10::Device device_;
 };

@@ -16,7 +16,6 @@ class Collectives {
   // In place, over every rank.
   virtual void sum(at::Tensor& tensor) = 0;
   virtual void max(at::Tensor& tensor) = 0;
-  virtual void broadcast(at::Tensor& tensor, int root) = 0;
   // Every rank's rows ([n_r, ...], n_r may differ) concatenated in rank order, on every rank.
   virtual at::Tensor gather_rows(const at::Tensor& rows) = 0;
 };

@@ -234,7 +234,7 @@ void set_up_model(Training& t) {
   if (t.dist && config.get_bool("sync_bn")) {
     const std::size_t layers = nn::set_batch_norm_sync(*model.module, std::make_shared<SyncBatchNorm>(*t.dist));
     log::info("sync_bn: {} BatchNorm layers normalise over the global batch of {} processes{}", layers, t.world_size(),
-              t.device.is_cpu() ? fmt::format(" (2 small all-reduces per layer and step; over Gloo they can cost more than the "
+              t.device.is_cpu() ? std::string(" (2 small all-reduces per layer and step; over Gloo they can cost more than the "
                                               "step itself: sync_bn=false averages the statistics before validation instead)")
                                 : std::string());
   } else if (t.dist && t.batch_size < 16) {  // LibreYOLO's warning

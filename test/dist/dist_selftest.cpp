@@ -40,6 +40,17 @@ namespace {
 namespace dist = libreyolo::dist;
 namespace nn = libreyolo::nn;
 
+// c10d's Reducer as DDP builds it: 25 MB buckets, the first 1 MB.
+std::unique_ptr<c10d::Reducer> make_reducer(const std::vector<at::Tensor>& params, dist::Group& group) {
+  const std::vector<bool> sparse(params.size(), false);
+  const auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(params, {1u << 20, 25u << 20}, sparse);
+  return std::make_unique<c10d::Reducer>(params, buckets, group.handle(), sparse, 25 << 20,
+                                         /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/false,
+                                         std::unordered_map<std::size_t, std::string>{}, 1 << 20,
+                                         /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,
+                                         std::vector<std::int64_t>(limits.begin(), limits.end()));
+}
+
 // Conv+BN+SiLU twice, the blocks our models are made of, with the same weights on every rank.
 torch::nn::Sequential small_net() {
   torch::manual_seed(7);
@@ -64,10 +75,8 @@ bool check_sync_batch_norm(dist::Group& group, int r, int w) {
   synced->train();
   dist::GroupCollectives collectives(group, c10::kCPU);
   const std::size_t layers = nn::set_batch_norm_sync(*synced, std::make_shared<libreyolo::train::SyncBatchNorm>(collectives));
-  std::vector<at::Tensor> params = synced->parameters();
-  const auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(params, {1u << 20, 25u << 20}, std::vector<bool>(params.size(), false));
-  c10d::Reducer reducer(params, buckets, group.handle(), std::vector<bool>(params.size(), false), 25 << 20, false, false, {}, 1 << 20,
-                        false, false, std::vector<std::int64_t>(limits.begin(), limits.end()));
+  const auto reducer_ptr = make_reducer(synced->parameters(), group);
+  c10d::Reducer& reducer = *reducer_ptr;
   reducer.prepare_for_forward();
   const at::Tensor out = synced->forward(mine);
   const at::Tensor loss = out.square().sum() * w / ref_out.numel();
@@ -161,14 +170,8 @@ int main(int argc, char** argv) {
     // dW = 2 (W + 1), db = 4.
     torch::manual_seed(0);
     torch::nn::Linear model(8, 4);
-    const auto params = model->parameters();
-    const auto [buckets, limits] =
-        c10d::compute_bucket_assignment_by_size(params, {static_cast<std::size_t>(1) << 20, static_cast<std::size_t>(25) << 20},
-                                                std::vector<bool>(params.size(), false));
-    const std::vector<std::int64_t> caps(limits.begin(), limits.end());
-    c10d::Reducer reducer(params, buckets, group.handle(), std::vector<bool>(params.size(), false), 25 << 20,
-                          /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/false, {}, 1 << 20,
-                          /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, caps);
+    const auto reducer_ptr = make_reducer(model->parameters(), group);
+    c10d::Reducer& reducer = *reducer_ptr;
     for (int step = 0; step < 2; ++step) {
       for (auto& p : model->parameters()) p.mutable_grad() = at::Tensor();
       reducer.prepare_for_forward();

@@ -20,7 +20,6 @@
 #include "train/trainer.h"
 
 #include <ATen/Parallel.h>
-#include <torch/cuda.h>
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -53,7 +52,12 @@ int local_processes(const config::Config& config) {
   return devices.size() > 1 ? static_cast<int>(devices.size()) : nproc;
 }
 
-std::string backend_for(const config::Config& config, int local_rank);
+// dist_backend=auto: NCCL for CUDA devices, Gloo on the CPU.
+std::string backend_for(const config::Config& config, const c10::Device& device) {
+  const std::string backend = config.get_text("dist_backend");
+  if (backend != "auto") return backend;
+  return device.is_cuda() ? "nccl" : "gloo";
+}
 
 // `libreyolo train device=0,1` / `nproc_per_node=2` / `nnodes=2 node_rank=..`: this process
 // starts the ranks of this machine with torchrun's variables and waits for them.
@@ -67,8 +71,8 @@ int launch_ranks(const Arguments& arguments, const config::Config& config, int n
   (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), world);  // indivisible: exit 2 before any start
   // every rank's device must exist: exit 2 here, not N failures later
   for (int local = 0; local < nproc; ++local) {
-    (void)train::resolve_device(config.get_text("device"), local);
-    if (const std::string backend = backend_for(config, local); backend != "gloo") {
+    const c10::Device device = train::resolve_device(config.get_text("device"), local);
+    if (const std::string backend = backend_for(config, device); backend != "gloo") {
       throw UsageError(fmt::format("dist_backend={} is not built yet (NCCL comes with the GPU path); use dist_backend=gloo, "
                                    "which also carries CUDA tensors", backend));
     }
@@ -110,12 +114,6 @@ void share_cpu_threads(const dist::LaunchEnv& env) {
     }
     throw;
   }
-}
-
-std::string backend_for(const config::Config& config, int local_rank) {
-  const std::string backend = config.get_text("dist_backend");
-  if (backend != "auto") return backend;
-  return train::resolve_device(config.get_text("device"), local_rank).is_cuda() ? "nccl" : "gloo";
 }
 
 // Rank 0 tells the others which run folder it chose ("" when it failed before training).
@@ -192,10 +190,9 @@ int run_train(const Arguments& arguments) {
   // Started as one rank of several (torchrun, srun, or our own launcher): then this process trains
   // its share; otherwise it may start the ranks itself.
   const dist::LaunchEnv env = dist::resolve_launch_env(dist::process_environment());
-  if (env.distributed() && env.rank != 0) log::set_quiet(true);  // rank 0 speaks for the run
   Arguments given(arguments);
   auto config = models::parse_arguments(config::command_train, given);
-  log::set_quiet(config.get_bool("quiet") || (env.distributed() && env.rank != 0));
+  log::set_quiet(config.get_bool("quiet") || (env.distributed() && env.rank != 0));  // rank 0 speaks for the run
   if (const std::string resume = config.get_text("resume"); resume != "true" && resume != "false") {
     // resume=runs/train/exp/weights/last.pt (Ultralytics): model= that checkpoint, resume=true
     given.insert(given.end(), {"model=" + resume, "resume=true"});
@@ -229,7 +226,8 @@ int run_train(const Arguments& arguments) {
     (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), env.world_size);
     const c10::Device device = train::resolve_device(config.get_text("device"), env.local_rank);
     if (device.is_cpu()) share_cpu_threads(env);
-    group = std::make_unique<dist::Group>(env, dist::GroupOptions{.backend = backend_for(config, env.local_rank),
+    const std::string backend = backend_for(config, device);
+    group = std::make_unique<dist::Group>(env, dist::GroupOptions{.backend = backend,
                                                                   .timeout = std::chrono::seconds(config.get_int("dist_timeout"))});
     collectives = std::make_unique<dist::GroupCollectives>(*group, c10::Device(c10::kCPU));
     if (env.rank != 0) {
@@ -240,7 +238,7 @@ int run_train(const Arguments& arguments) {
       }
     }
     log::info("Data-parallel training: {} processes ({}), {} backend, {} images per process", env.world_size, env.launcher,
-              backend_for(config, env.local_rank), config.get_int("batch") / env.world_size);
+              backend, config.get_int("batch") / env.world_size);
   }
   if (!group) return train_in_run_dir(config, nullptr, nullptr);
   try {
