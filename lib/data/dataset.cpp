@@ -39,6 +39,15 @@ fs::path disk_cache_path(const fs::path& image, int image_size) {
 
 }  // namespace
 
+namespace {
+RamCachePeers ram_cache_peers;
+}  // namespace
+
+void set_ram_cache_peers(RamCachePeers peers) {
+  peers.copies = std::max(1, peers.copies);
+  ram_cache_peers = peers;
+}
+
 CacheMode parse_cache_mode(const std::string& text) {
   if (text == "ram") return CacheMode::ram;
   if (text == "disk") return CacheMode::disk;
@@ -51,16 +60,26 @@ DetectionDataset::DetectionDataset(std::vector<ImageRecord> records, int class_c
   id_ = next_id++;
   if (cache_ == CacheMode::ram) {
     const std::uint64_t needed = resized_bytes();
+    const std::uint64_t copies = static_cast<std::uint64_t>(ram_cache_peers.copies);
     const std::uint64_t available = available_memory_bytes();
+    const std::string each = copies > 1 ? fmt::format(" in each of the {} processes on this machine", copies) : "";
     // Ultralytics keeps a 50 % safety margin on top of the images themselves.
-    if (available > 0 && needed * 3 / 2 > available) {
-      log::warn("cache=ram needs {:.1f} GB for {} images but {:.1f} GB are available; not caching",
-                static_cast<double>(needed) * 1.5 / 1e9, records_.size(), static_cast<double>(available) / 1e9);
+    if (available > 0 && needed * copies * 3 / 2 > available) {
+      if (ram_cache_peers.reports) {
+        log::warn("cache=ram needs {:.1f} GB for {} images{} but {:.1f} GB are available; not caching",
+                  static_cast<double>(needed) * 1.5 / 1e9, records_.size(), each, static_cast<double>(available) / 1e9);
+      }
       cache_ = CacheMode::none;
     } else {
       ram_.resize(records_.size());
       ram_once_ = std::make_unique<std::once_flag[]>(records_.size());
-      log::info("cache=ram: {:.2f} GB of resized images (filled on first use)", static_cast<double>(needed) / 1e9);
+      if (copies > 1 && ram_cache_peers.reports) {
+        log::warn("cache=ram: {:.2f} GB of resized images{}, {:.2f} GB together (one shared copy per machine is not built "
+                  "yet; cache=disk shares the cached files)",
+                  static_cast<double>(needed) / 1e9, each, static_cast<double>(needed * copies) / 1e9);
+      } else {
+        log::info("cache=ram: {:.2f} GB of resized images (filled on first use)", static_cast<double>(needed) / 1e9);
+      }
     }
   }
   if (cache_ == CacheMode::disk && !records_.empty() && (!fs::is_directory(records_.front().image.parent_path()) ||

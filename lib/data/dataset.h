@@ -16,6 +16,16 @@ namespace libreyolo::data {
 enum class CacheMode { none, ram, disk };
 CacheMode parse_cache_mode(const std::string& text);  // "false" | "ram" | "disk"
 
+// cache=ram in the processes of a data-parallel run on one machine: each builds its own copy (one
+// shared copy per machine is not built yet), so the memory check counts `copies` of the cache,
+// and the process that `reports` warns once with the per-process cost. Process-wide; one
+// process with a copy of its own by default.
+struct RamCachePeers {
+  int copies = 1;
+  bool reports = true;
+};
+void set_ram_cache_peers(RamCachePeers peers);
+
 class DetectionDataset {
  public:
   DetectionDataset(std::vector<ImageRecord> records, int class_count, int image_size, CacheMode cache);

@@ -4,6 +4,7 @@
 #    accumulation (nbs), to a relative 1e-3 (measured: about 1e-5);
 #  - the distributed validation's mAP equals `libreyolo val` of the same weights in one process;
 #  - the four launches (nproc_per_node, torchrun, two "nodes", Slurm) each leave one normal run folder;
+#    cache=ram with two ranks on a machine names the cost of their two copies;
 #  - the failures: an indivisible batch, missing GPUs, a port in use, a rank killed mid-epoch,
 #    Ctrl-C to the launcher then resume (same world size and another).
 . "$(dirname "$0")/lib.sh"
@@ -76,12 +77,15 @@ expect_in node0.out "world size 2, node 0 of 2"
 port=$(free_port)
 for r in 1 0; do
   env SLURM_PROCID=$r SLURM_NTASKS=2 SLURM_LOCALID=$r SLURM_NTASKS_PER_NODE=2 SLURM_JOB_NODELIST=127.0.0.1 \
-    MASTER_PORT=$port timeout 120 "$LIBREYOLO" train $short name=slurm quiet=false >slurm$r.out 2>&1 &
+    MASTER_PORT=$port timeout 120 "$LIBREYOLO" train $short name=slurm quiet=false cache=ram >slurm$r.out 2>&1 &
   eval "s$r=\$!"
 done
 wait "$s0" || { fail "Slurm task 0 exited $?"; tail -20 slurm0.out; }
 wait "$s1" || { fail "Slurm task 1 exited $?"; tail -20 slurm1.out; }
 expect_in slurm0.out "2 processes (slurm)"
+# cache=ram: two ranks on one machine hold two copies; local rank 0 says what that costs, once
+expect_in slurm0.out "of resized images in each of the 2 processes on this machine"
+grep -q "in each of the 2 processes" slurm1.out && fail "local rank 1 repeated the cache=ram warning"
 [ "$(rows runs/slurm)" -eq 1 ] || fail "Slurm: expected one epoch in results.csv"
 ls runs | grep -Eq '^(torchrun|nodes|slurm)[0-9]' && fail "a rank made a run folder of its own: $(ls runs)"
 

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/option_help.h"
 #include "core/run_dir.h"
+#include "data/dataset.h"
 #include "data/dataset_yaml.h"
 #include "data/training_data.h"
 #include "core/system_info.h"
@@ -226,6 +227,7 @@ int run_train(const Arguments& arguments) {
     (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), env.world_size);
     const c10::Device device = train::resolve_device(config.get_text("device"), env.local_rank);
     if (device.is_cpu()) share_cpu_threads(env);
+    data::set_ram_cache_peers({.copies = env.local_world_size, .reports = env.local_rank == 0});
     const std::string backend = backend_for(config, device);
     group = std::make_unique<dist::Group>(env, dist::GroupOptions{.backend = backend,
                                                                   .timeout = std::chrono::seconds(config.get_int("dist_timeout"))});
