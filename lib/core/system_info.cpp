@@ -5,6 +5,7 @@
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/core/version.hpp>
 #include <torch/version.h>
@@ -49,6 +50,8 @@ SystemInfo collect_system_info() {
   info.cpu_threads = usable_cpus();
   info.torch_threads = at::get_num_threads();
   info.cupti_compiled = LIBREYOLO_HAVE_CUPTI;
+  info.dist_backends = {"gloo"};
+  if (LIBREYOLO_HAVE_NCCL) info.dist_backends.emplace_back("nccl");
   info.cuda = cuda::query_cuda_info();
   return info;
 }
@@ -67,6 +70,7 @@ std::string format_system_info(const SystemInfo& info) {
   }
   text += fmt::format("CUPTI       {}\n", info.cupti_compiled ? fmt::format("compiled in (API {})", or_none(info.cuda.cupti_version))
                                                               : std::string("not compiled in"));
+  text += fmt::format("c10d        {} (data-parallel backends)\n", fmt::join(info.dist_backends, ", "));
   if (info.cuda.devices.empty()) {
     text += fmt::format("GPUs        0 ({})\n", info.cuda.device_error);
   } else {
@@ -100,6 +104,7 @@ nlohmann::json system_info_json(const SystemInfo& info) {
       {"nccl_version", info.cuda.nccl_version},
       {"cupti_compiled", info.cupti_compiled},
       {"cupti_version", info.cuda.cupti_version},
+      {"dist_backends", info.dist_backends},
       {"gpu_count", info.cuda.devices.size()},
       {"gpus", devices},
       {"gpu_note", info.cuda.device_error},

@@ -7,6 +7,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <string>
+#include <vector>
 
 namespace libreyolo {
 
@@ -18,6 +19,7 @@ struct SystemInfo {
   int cpu_threads = 0;       // CPUs this process may use (usable_cpus)
   int torch_threads = 0;     // intra-op threads LibTorch uses
   bool cupti_compiled = false;
+  std::vector<std::string> dist_backends;  // c10d backends compiled in (gloo, nccl)
   cuda::CudaInfo cuda;
 };
 

@@ -51,6 +51,8 @@ void synchronize(int device) {
   c10::cuda::device_synchronize();
 }
 
+void set_current_device(int device) { c10::cuda::set_device(static_cast<c10::DeviceIndex>(device)); }
+
 CudaInfo query_cuda_info() {
   CudaInfo info;
   info.compiled = true;

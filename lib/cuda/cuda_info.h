@@ -43,5 +43,6 @@ struct AllocatorStats {
 AllocatorStats allocator_stats(int device);
 void reset_allocator_peak(int device);
 void synchronize(int device);  // waits for all work on the device; nothing without CUDA
+void set_current_device(int device);  // a data-parallel rank's GPU; nothing without CUDA
 
 }  // namespace libreyolo::cuda

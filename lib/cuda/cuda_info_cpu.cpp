@@ -7,6 +7,7 @@ std::uint64_t cuda_reserved_bytes(int) { return 0; }
 AllocatorStats allocator_stats(int) { return {}; }
 void reset_allocator_peak(int) {}
 void synchronize(int) {}
+void set_current_device(int) {}
 
 CudaInfo query_cuda_info() {
   CudaInfo info;

@@ -1,5 +1,5 @@
 // The process group of a data-parallel run: c10d's TCPStore on rank 0 for the rendezvous and a
-// c10d backend for the collectives (Gloo on the CPU; NCCL on CUDA comes with the GPU path). This
+// c10d backend for the collectives (Gloo for CPU tensors; NCCL for CUDA tensors when asked). This
 // is PyTorch's own distributed engine from our LibTorch; nothing of it is ours but the setup.
 #pragma once
 
@@ -13,8 +13,11 @@
 
 namespace libreyolo::dist {
 
+// Whether this build has c10d's NCCL backend (a CUDA build with nccl.h).
+bool nccl_compiled();
+
 struct GroupOptions {
-  std::string backend = "gloo";
+  std::string backend = "gloo";  // "nccl": CUDA tensors over NCCL, CPU tensors still over Gloo
   std::chrono::seconds timeout{1800};  // dist_timeout: the rendezvous and every collective
 };
 

@@ -97,7 +97,7 @@ expect_in "$WORK/err" "use batch=4 or batch=6"
 expect_exit 2 train $short device=0,1 name=gpus
 expect_in "$WORK/err" "no such CUDA device"
 expect_exit 2 train $short nproc_per_node=2 dist_backend=nccl name=nccl
-expect_in "$WORK/err" "dist_backend=nccl is not built yet"
+expect_in "$WORK/err" "dist_backend=nccl carries CUDA tensors only"
 "$python" -c 'import socket, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)' >busy_port &
 holder=$!

@@ -2,6 +2,8 @@
 // Slurm, or set by hand), then an all-reduce and a broadcast over c10d's Gloo backend, checked
 // against their definitions; then c10d's own Reducer (the one PyTorch DDP uses), driven from C++:
 // its gradient hooks must leave every rank with the mean of the ranks' gradients, for two steps.
+// DIST_SELFTEST_DEVICE=cuda runs the tensor checks on cuda:LOCAL_RANK over NCCL (the gpu suite);
+// CPU tensors (the gathered validation) still go through the group's Gloo backend.
 // Prints "rank R/W ok" or exits 1.
 #include "core/error.h"
 #include "dist/gradient_sync.h"
@@ -32,6 +34,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <string>
 #include <exception>
 #include <filesystem>
 
@@ -61,19 +65,21 @@ torch::nn::Sequential small_net() {
 // sync_bn against its definition: W ranks with B samples each give the outputs, running
 // statistics and (Reducer-averaged) gradients of plain BatchNorm over the W·B samples in one
 // process. The loss is a mean over the global batch; each rank's share is W·(its sum)/N.
-bool check_sync_batch_norm(dist::Group& group, int r, int w) {
+bool check_sync_batch_norm(dist::Group& group, int r, int w, const c10::Device& device) {
   constexpr int per_rank = 3;
   torch::manual_seed(11);
-  const at::Tensor all = at::randn({per_rank * w, 3, 12, 12}) * 3 + 1;  // the same global batch everywhere
+  const at::Tensor all = (at::randn({per_rank * w, 3, 12, 12}) * 3 + 1).to(device);  // the same global batch everywhere
   const at::Tensor mine = all.narrow(0, r * per_rank, per_rank);
   auto reference = small_net();  // one process, plain BatchNorm, the whole batch
+  reference->to(device);
   reference->train();
   const at::Tensor ref_out = reference->forward(all);
   ref_out.square().mean().backward();
 
   auto synced = small_net();
+  synced->to(device);
   synced->train();
-  dist::GroupCollectives collectives(group, c10::kCPU);
+  dist::GroupCollectives collectives(group, device);
   const std::size_t layers = nn::set_batch_norm_sync(*synced, std::make_shared<libreyolo::train::SyncBatchNorm>(collectives));
   const auto reducer_ptr = make_reducer(synced->parameters(), group);
   c10d::Reducer& reducer = *reducer_ptr;
@@ -83,7 +89,7 @@ bool check_sync_batch_norm(dist::Group& group, int r, int w) {
   reducer.prepare_for_backward({loss});
   loss.backward();
 
-  const auto close = [](const at::Tensor& a, const at::Tensor& b) { return at::allclose(a, b, 1e-4, 1e-6); };
+  const auto close = [](const at::Tensor& a, const at::Tensor& b) { return at::allclose(a.cpu(), b.cpu(), 1e-4, 1e-6); };
   bool ok = layers == 2 && close(out, ref_out.narrow(0, r * per_rank, per_rank).detach());
   const auto ref_buffers = reference->named_buffers(), buffers = synced->named_buffers();
   for (const auto& item : ref_buffers) {
@@ -149,19 +155,23 @@ int main(int argc, char** argv) {
   try {
     const auto env = libreyolo::dist::resolve_launch_env(libreyolo::dist::process_environment());
     libreyolo::dist::GroupOptions options;
+    const char* device_name = std::getenv("DIST_SELFTEST_DEVICE");
+    const c10::Device device = device_name && std::string(device_name) == "cuda" ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank))
+                                                                               : c10::Device(c10::kCPU);
+    if (device.is_cuda()) options.backend = "nccl";
     if (argc > 1) options.timeout = std::chrono::seconds(std::atoi(argv[1]));
     libreyolo::dist::Group group(env, options);
     const int r = env.rank, w = env.world_size;
-    std::vector<at::Tensor> sum{at::full({1000}, static_cast<float>(r + 1))};
+    std::vector<at::Tensor> sum{at::full({1000}, static_cast<float>(r + 1), at::TensorOptions().device(device))};
     group.group().allreduce(sum)->wait();
     const float expected = static_cast<float>(w * (w + 1) / 2);
-    if (!at::allclose(sum[0], at::full({1000}, expected))) {
+    if (!at::allclose(sum[0].cpu(), at::full({1000}, expected))) {
       fmt::print(stderr, "rank {}: all-reduce gave {}, expected {}\n", r, sum[0][0].item<float>(), expected);
       return 1;
     }
-    std::vector<at::Tensor> shared{r == 0 ? at::arange(10, at::kFloat) : at::zeros({10})};
+    std::vector<at::Tensor> shared{(r == 0 ? at::arange(10, at::kFloat) : at::zeros({10})).to(device)};
     group.group().broadcast(shared)->wait();
-    if (!at::equal(shared[0], at::arange(10, at::kFloat))) {
+    if (!at::equal(shared[0].cpu(), at::arange(10, at::kFloat))) {
       fmt::print(stderr, "rank {}: broadcast from rank 0 did not arrive\n", r);
       return 1;
     }
@@ -170,16 +180,17 @@ int main(int argc, char** argv) {
     // dW = 2 (W + 1), db = 4.
     torch::manual_seed(0);
     torch::nn::Linear model(8, 4);
+    model->to(device);
     const auto reducer_ptr = make_reducer(model->parameters(), group);
     c10d::Reducer& reducer = *reducer_ptr;
     for (int step = 0; step < 2; ++step) {
       for (auto& p : model->parameters()) p.mutable_grad() = at::Tensor();
       reducer.prepare_for_forward();
-      const at::Tensor loss = model(at::full({4, 8}, static_cast<float>(r + 1))).sum();
+      const at::Tensor loss = model(at::full({4, 8}, static_cast<float>(r + 1), at::TensorOptions().device(device))).sum();
       reducer.prepare_for_backward({loss});
       loss.backward();
       const float dw = 2.0f * static_cast<float>(w + 1);
-      if (!at::allclose(model->weight.grad(), at::full({4, 8}, dw)) || !at::allclose(model->bias.grad(), at::full({4}, 4.0f))) {
+      if (!at::allclose(model->weight.grad().cpu(), at::full({4, 8}, dw)) || !at::allclose(model->bias.grad().cpu(), at::full({4}, 4.0f))) {
         fmt::print(stderr, "rank {} step {}: reducer gradients dW {} db {}, expected {} and 4\n", r, step,
                    model->weight.grad()[0][0].item<float>(), model->bias.grad()[0].item<float>(), dw);
         return 1;
@@ -190,6 +201,7 @@ int main(int argc, char** argv) {
     // second leaves the mean of the window's sums: 4 (r + 1) + 4 (r + 1) locally, 4 (W + 1) averaged.
     torch::manual_seed(100 + static_cast<std::uint64_t>(r));
     torch::nn::Linear hooked(8, 4);
+    hooked->to(device);
     torch::manual_seed(100);
     const at::Tensor rank0_weight = torch::nn::Linear(8, 4)->weight.detach().clone();
     libreyolo::dist::GradientSync sync(group);
@@ -199,27 +211,27 @@ int main(int argc, char** argv) {
     libreyolo::train::RunInfo info;
     info.model = hooked.get();
     sync.on_train_start(info, state);
-    if (!at::equal(hooked->weight.detach(), rank0_weight)) {
+    if (!at::equal(hooked->weight.detach().cpu(), rank0_weight)) {
       fmt::print(stderr, "rank {}: the start broadcast did not give rank 0's weights\n", r);
       return 1;
     }
     for (state.batch = 0; state.batch < 2; ++state.batch) {
       sync.on_step_start(state);
       sync.on_phase_start(libreyolo::train::Phase::forward);
-      const at::Tensor loss = hooked(at::full({4, 8}, static_cast<float>(r + 1))).sum();
+      const at::Tensor loss = hooked(at::full({4, 8}, static_cast<float>(r + 1), at::TensorOptions().device(device))).sum();
       sync.on_phase_start(libreyolo::train::Phase::backward);
       loss.backward();
       const float want = state.batch == 0 ? 4.0f * static_cast<float>(r + 1) : 4.0f * static_cast<float>(w + 1);
-      if (!at::allclose(hooked->weight.grad(), at::full({4, 8}, want))) {
+      if (!at::allclose(hooked->weight.grad().cpu(), at::full({4, 8}, want))) {
         fmt::print(stderr, "rank {} micro-step {}: dW {}, expected {}\n", r, state.batch, hooked->weight.grad()[0][0].item<float>(), want);
         return 1;
       }
     }
-    if (!check_sync_batch_norm(group, r, w)) return 1;
+    if (!check_sync_batch_norm(group, r, w, device)) return 1;
     if (!check_distributed_validation(group, r)) return 1;
     group.group().barrier()->wait();
-    fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{}; all-reduce, broadcast, Reducer, GradientSync, sync_bn, validation)\n", r, w, env.launcher, env.local_rank, env.master_addr,
-               env.master_port);
+    fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{}; {} on {}: all-reduce, broadcast, Reducer, GradientSync, sync_bn, "
+               "validation)\n", r, w, env.launcher, env.local_rank, env.master_addr, env.master_port, options.backend, device.str());
     return 0;
   } catch (...) {
     return libreyolo::report_error(std::current_exception());

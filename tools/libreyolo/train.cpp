@@ -11,6 +11,7 @@
 #include "data/dataset_yaml.h"
 #include "data/training_data.h"
 #include "core/system_info.h"
+#include "cuda/cuda_info.h"
 #include "dist/collectives.h"
 #include "dist/gradient_sync.h"
 #include "dist/launch_env.h"
@@ -53,11 +54,20 @@ int local_processes(const config::Config& config) {
   return devices.size() > 1 ? static_cast<int>(devices.size()) : nproc;
 }
 
-// dist_backend=auto: NCCL for CUDA devices, Gloo on the CPU.
+// dist_backend=auto: NCCL for CUDA devices (Gloo when this build has no NCCL), Gloo on the CPU.
+// An explicit nccl needs CUDA devices and a build with NCCL: exit 2 otherwise.
 std::string backend_for(const config::Config& config, const c10::Device& device) {
   const std::string backend = config.get_text("dist_backend");
-  if (backend != "auto") return backend;
-  return device.is_cuda() ? "nccl" : "gloo";
+  if (backend == "auto") return device.is_cuda() && dist::nccl_compiled() ? "nccl" : "gloo";
+  if (backend == "nccl" && !device.is_cuda()) {
+    throw UsageError(fmt::format("dist_backend=nccl carries CUDA tensors only, and device={} is the CPU: use dist_backend=gloo "
+                                 "(or auto), or GPUs (device=0,1)", config.get_text("device")));
+  }
+  if (backend == "nccl" && !dist::nccl_compiled()) {
+    throw UsageError("dist_backend=nccl: this libreyolo was built without NCCL (a CPU-only build, or no nccl.h found); use "
+                     "dist_backend=gloo, which also carries CUDA tensors");
+  }
+  return backend;
 }
 
 // `libreyolo train device=0,1` / `nproc_per_node=2` / `nnodes=2 node_rank=..`: this process
@@ -72,11 +82,7 @@ int launch_ranks(const Arguments& arguments, const config::Config& config, int n
   (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), world);  // indivisible: exit 2 before any start
   // every rank's device must exist: exit 2 here, not N failures later
   for (int local = 0; local < nproc; ++local) {
-    const c10::Device device = train::resolve_device(config.get_text("device"), local);
-    if (const std::string backend = backend_for(config, device); backend != "gloo") {
-      throw UsageError(fmt::format("dist_backend={} is not built yet (NCCL comes with the GPU path); use dist_backend=gloo, "
-                                   "which also carries CUDA tensors", backend));
-    }
+    (void)backend_for(config, train::resolve_device(config.get_text("device"), local));
   }
   dist::SpawnOptions options;
   options.nproc = nproc;
@@ -227,6 +233,7 @@ int run_train(const Arguments& arguments) {
     (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), env.world_size);
     const c10::Device device = train::resolve_device(config.get_text("device"), env.local_rank);
     if (device.is_cpu()) share_cpu_threads(env);
+    if (device.is_cuda()) cuda::set_current_device(device.index());
     data::set_ram_cache_peers({.copies = env.local_world_size, .reports = env.local_rank == 0});
     const std::string backend = backend_for(config, device);
     group = std::make_unique<dist::Group>(env, dist::GroupOptions{.backend = backend,
