@@ -170,7 +170,16 @@ struct Collected {
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::pair<double, double>>> op_intervals;
   std::map<std::string, double> span_us;
   std::set<std::pair<std::int64_t, std::int64_t>> training_threads;  // those running step/forward
+  // Data-parallel collectives: Gloo's own records on its worker threads and c10d's dispatcher ops
+  // (CPU operators, RecordFunction), and NCCL kernels on the GPU (CUPTI).
+  std::vector<std::pair<double, double>> collective_ops, collective_kernels;
 };
+
+bool is_collective_op(const std::string& name) { return name.starts_with("gloo:") || name.starts_with("c10d::"); }
+
+bool is_collective_kernel(const std::string& name) {
+  return name.find("nccl") != std::string::npos || name.find("NCCL") != std::string::npos;
+}
 
 Collected collect_events(const Trace& trace, const AnalysisWindow& window, const AnalysisWindow& ops_window) {
   const auto inside = [&](const Event& e) {
@@ -180,7 +189,7 @@ Collected collect_events(const Trace& trace, const AnalysisWindow& window, const
   const PhaseIndex phases(trace);
   Collected c;
   auto& [kernels, ops, kernels_by_phase, ops_by_phase, present, kernels_in_trace, allocator_calls, runtime_events, memcpy_us,
-         tensor_core_us, category_us, op_intervals, span_us, training_threads] = c;
+         tensor_core_us, category_us, op_intervals, span_us, training_threads, collective_ops, collective_kernels] = c;
   const auto launches = launches_by_correlation(trace.events);
   for (const auto& s : phases.spans()) {
     if (s.phase == "forward") training_threads.insert({s.pid, s.tid});
@@ -201,6 +210,7 @@ Collected collect_events(const Trace& trace, const AnalysisWindow& window, const
       present.insert(phase);
       category_us[kernel_category(e.name)] += e.duration_us;
       if (is_tensor_core_kernel(e.name)) tensor_core_us += e.duration_us;
+      if (is_collective_kernel(e.name)) collective_kernels.emplace_back(e.start_us, e.end_us());
     } else if (e.category == category::memcpy || e.category == category::memset) {
       memcpy_us += e.duration_us;
     } else if (e.category == category::runtime) {
@@ -213,6 +223,7 @@ Collected collect_events(const Trace& trace, const AnalysisWindow& window, const
       }
       present.insert(phase);
       op_intervals[{e.pid, e.tid}].emplace_back(e.start_us, e.end_us());
+      if (is_collective_op(e.name)) collective_ops.emplace_back(e.start_us, e.end_us());
     } else if (e.category == category::annotation) {
       if (auto phase = phase_of_annotation(e.name); !phase.empty()) {
         span_us[phase] += e.duration_us;
@@ -272,6 +283,75 @@ PhaseTables phase_tables(Collected& c, const std::optional<StepSummary>& summary
   return out;
 }
 
+// The data-parallel view: every rank's step time (gathered by the step profiler), the slowest and
+// fastest rank, and the time collectives were in flight per step, from this rank's trace.
+struct Communication {
+  std::optional<double> ms_per_step, fraction;
+  std::string slowest_rank_note;  // set when the ranks' step times differ by 10% or more
+  nlohmann::ordered_json json = nullptr;
+};
+
+// The parts of `intervals` inside the steps (collectives between steps, such as the BatchNorm
+// averaging at an epoch's end, are not the step's).
+std::vector<std::pair<double, double>> inside_steps(const std::vector<std::pair<double, double>>& intervals,
+                                                    const std::vector<std::pair<double, double>>& steps) {
+  std::vector<std::pair<double, double>> clipped;
+  for (const auto& [start, end] : intervals) {
+    for (const auto& [step_start, step_end] : steps) {
+      const double s = std::max(start, step_start), e = std::min(end, step_end);
+      if (e > s) clipped.emplace_back(s, e);
+    }
+  }
+  return clipped;
+}
+
+Communication measure_communication(const Collected& c, const std::optional<StepSummary>& summary, int steps, int op_steps,
+                                    double step_ms, const AnalysisWindow& ops_window,
+                                    const std::vector<std::pair<double, double>>& op_step_spans) {
+  Communication out;
+  const bool ranked = summary && summary->ranks.size() > 1;
+  if (!ranked && c.collective_ops.empty() && c.collective_kernels.empty()) return out;
+  // Gloo's spans are read inside the steps the operators were recorded in, NCCL kernels over the window.
+  const double cpu_ms = busy_us(op_step_spans.empty() ? c.collective_ops : inside_steps(c.collective_ops, op_step_spans)) / 1000.0 / op_steps;
+  const double gpu_ms = busy_us(c.collective_kernels) / 1000.0 / steps;
+  const double ops_step_ms = ops_window.mean_step_us > 0 ? ops_window.mean_step_us / 1000.0 : step_ms;
+  const bool measured = !c.collective_ops.empty() || !c.collective_kernels.empty();
+  if (measured) {
+    out.ms_per_step = cpu_ms + gpu_ms;
+    out.fraction = (ops_step_ms > 0 ? cpu_ms / ops_step_ms : 0.0) + (step_ms > 0 ? gpu_ms / step_ms : 0.0);
+  }
+  nlohmann::ordered_json j;
+  j["world_size"] = ranked ? summary->ranks.size() : 1;
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  if (ranked) {
+    const auto& r = summary->ranks;
+    const auto [fastest, slowest] = std::minmax_element(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.step_ms < b.step_ms; });
+    for (const auto& rank : r) {
+      ranks.push_back({{"rank", rank.rank}, {"step_ms", rounded(rank.step_ms, 3)}, {"dataload_ms", rounded(rank.dataload_ms, 3)}});
+    }
+    const double spread = fastest->step_ms > 0 ? 100 * (slowest->step_ms - fastest->step_ms) / fastest->step_ms : 0.0;
+    j["slowest_rank"] = {{"rank", slowest->rank}, {"step_ms", rounded(slowest->step_ms, 3)}};
+    j["fastest_rank"] = {{"rank", fastest->rank}, {"step_ms", rounded(fastest->step_ms, 3)}};
+    j["rank_spread_pct"] = rounded(spread, 2);
+    if (spread >= 10) {
+      out.slowest_rank_note = fmt::format("rank {} is the slowest ({:.1f} ms/step, {:.0f}% over rank {}): the others wait for it in "
+                                          "every collective", slowest->rank, slowest->step_ms, spread, fastest->rank);
+    }
+  } else {
+    j["slowest_rank"] = nullptr, j["fastest_rank"] = nullptr, j["rank_spread_pct"] = nullptr;
+  }
+  j["ranks"] = ranks;
+  j["collective_ms_per_step"] = number_or_null(out.ms_per_step, 3);
+  j["collective_frac"] = number_or_null(out.fraction, 3);
+  j["collective_cpu_ms_per_step"] = c.collective_ops.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rounded(cpu_ms, 3));
+  j["collective_gpu_ms_per_step"] = c.collective_kernels.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rounded(gpu_ms, 3));
+  j["collectives_from"] = measured ? (c.collective_kernels.empty() ? "Gloo and c10d operators (RecordFunction)"
+                                                                   : "NCCL kernels (CUPTI) and Gloo operators (RecordFunction)")
+                                   : "not measured (no operator or kernel trace)";
+  out.json = std::move(j);
+  return out;
+}
+
 }  // namespace
 
 AnalysisWindow pick_ops_window(const Trace& trace, const std::optional<StepSummary>& summary) {
@@ -320,7 +400,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   const int op_steps = ops_window.steps;
   Collected collected = collect_events(trace, window, ops_window);
   auto& [kernels, ops, kernels_by_phase, ops_by_phase, present, kernels_in_trace, allocator_calls, runtime_events, memcpy_us,
-         tensor_core_us, category_us, op_intervals, span_us, training_threads] = collected;
+         tensor_core_us, category_us, op_intervals, span_us, training_threads, collective_ops, collective_kernels] = collected;
 
   const bool on_gpu = summary ? summary->device_kind == "cuda" : kernels_in_trace > 0;
   const bool kernels_measured = on_gpu && kernels_in_trace > 0 && (!summary || summary->kernels_measured);
@@ -349,7 +429,11 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   const double kernel_us = total_us(kernels);
   std::int64_t kernel_count = 0;
   for (const auto& [name, t] : kernels) kernel_count += t.count;
-  const double gpu_busy_ms = kernel_us / 1000.0 / steps;
+  // NCCL kernels run on their own stream beside the compute: the utilisation (and the
+  // over-subscription test) counts the compute kernels only; communication is measured apart.
+  double collective_kernel_us = 0;
+  for (const auto& [start, end] : collective_kernels) collective_kernel_us += end - start;
+  const double gpu_busy_ms = std::max(kernel_us - collective_kernel_us, 0.0) / 1000.0 / steps;
   const double mean_kernel_us = kernel_count ? kernel_us / static_cast<double>(kernel_count) : 0.0;
   const std::int64_t kernels_per_step = kernel_count / steps;
 
@@ -364,7 +448,14 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
       training_ops.insert(training_ops.end(), found->second.begin(), found->second.end());
     }
   }
-  const double cpu_busy_ms = busy_us(training_ops) / 1000.0 / op_steps;
+  // the operator steps themselves: what runs between them (an epoch's end) is not the step's
+  std::vector<std::pair<double, double>> op_step_spans;
+  for (const Event* marker : step_markers(trace)) {
+    if (marker->start_us >= ops_window.start_us && marker->start_us < ops_window.end_us) {
+      op_step_spans.emplace_back(marker->start_us, marker->end_us());
+    }
+  }
+  const double cpu_busy_ms = busy_us(op_step_spans.empty() ? training_ops : inside_steps(training_ops, op_step_spans)) / 1000.0 / op_steps;
   // The CPU share is read where the operators were recorded: busy time over those steps' length.
   const double cpu_share = ops_window.mean_step_us > 0 ? cpu_busy_ms * 1000.0 / ops_window.mean_step_us : 0.0;
 
@@ -378,6 +469,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
     allocator_calls_per_step = summary->allocator_calls_per_step;
   }
   const bool amp = summary ? summary->amp() : true;
+  const Communication communication = measure_communication(collected, summary, steps, op_steps, step_ms, ops_window, op_step_spans);
 
   const Verdict verdict = decide_verdict({.on_gpu = on_gpu,
                                           .busy_measured = busy_measured,
@@ -388,7 +480,9 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
                                           .kernels_per_step = kernels_per_step,
                                           .mean_kernel_us = mean_kernel_us,
                                           .host_overhead_ms = host_overhead_ms,
-                                          .amp = amp});
+                                          .amp = amp,
+                                          .communication_fraction = communication.fraction,
+                                          .slowest_rank_note = communication.slowest_rank_note});
   const bool memory_pressure = verdict.bound == "memory-pressure";
 
   const double ops_us = total_us(ops);
@@ -449,6 +543,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   j["window"] = {{"wall_ms", rounded(wall_ms, 3)}, {"real_steps", steps}, {"ops_steps", op_steps},
                  {"ops_window", summary && summary->ops_in_synced_half ? "synced" : "real"}};
   j["composition_ms"] = summary ? summary_to_json(*summary)["composition_ms"] : nlohmann::ordered_json(nullptr);
+  j["distributed"] = communication.json;
 
   // `profile get` names (metric <- profile.json key), in LibreYOLO's order
   static constexpr std::pair<const char*, const char*> kMetricKeys[] = {
@@ -464,6 +559,9 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   metrics["ops_per_step"] = op_count / op_steps;
   for (const auto& [metric, key] : kMoreMetricKeys) metrics[metric] = j[key];
   metrics["bound"] = verdict.bound;
+  metrics["collective_ms"] = number_or_null(communication.ms_per_step, 3);
+  metrics["collective_frac"] = number_or_null(communication.fraction, 3);
+  metrics["rank_spread_pct"] = communication.json.is_object() ? communication.json["rank_spread_pct"] : nlohmann::ordered_json(nullptr);
   for (auto& [key, value] : per_phase.metrics) metrics[key] = value;
   j["metrics"] = metrics;
   j["categories"] = categories;

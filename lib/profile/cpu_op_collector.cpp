@@ -106,7 +106,7 @@ CpuOpCollector::CpuOpCollector() {
                                       .needsInputs(false)
                                       .needsOutputs(false)
                                       .needsIds(false)
-                                      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+                                      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
   running_ = true;
 }
 

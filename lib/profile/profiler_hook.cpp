@@ -7,7 +7,6 @@
 
 #include <array>
 #include <chrono>
-#include <cstdlib>
 #include <optional>
 
 namespace libreyolo::profile {
@@ -16,8 +15,10 @@ namespace {
 
 class ProfilerHook final : public train::TrainHook {
  public:
-  explicit ProfilerHook(const config::Config& config)
-      : warmup_(static_cast<int>(config.get_int("profile_warmup"))),
+  ProfilerHook(const config::Config& config, train::Collectives* collectives)
+      : collectives_(collectives),
+        main_(collectives == nullptr || collectives->rank() == 0),
+        warmup_(static_cast<int>(config.get_int("profile_warmup"))),
         steps_(static_cast<int>(config.get_int("profile_steps"))),
         trace_(config.get_bool("profile_trace")),
         quiet_(config.get_bool("quiet")),
@@ -30,15 +31,23 @@ class ProfilerHook final : public train::TrainHook {
                                    {"imgsz", run.image_size}, {"amp", run.autocast},
                                    {"amp_dtype", run.autocast ? nlohmann::ordered_json(run.amp_dtype) : nlohmann::ordered_json(nullptr)},
                                    {"workers", run.workers}};
+    if (collectives_ && collectives_->world_size() > 1) {  // img/s counts every rank's images: the run's throughput
+      meta["batch"] = run.batch * collectives_->world_size();
+      meta["batch_per_process"] = run.batch;
+      meta["world_size"] = collectives_->world_size();
+    }
     profiler_ = std::make_unique<StepProfiler>(ProfilerOptions{.warmup = warmup_,
                                                                .steps = steps_,
                                                                .accumulate = static_cast<int>(state.accumulate),
-                                                               .trace = trace_,
-                                                               .quiet = quiet_,
-                                                               .open = open_,
+                                                               // the other ranks only time their steps
+                                                               .trace = trace_ && main_,
+                                                               .quiet = quiet_ || !main_,
+                                                               .open = open_ && main_,
                                                                .device = run.device,
                                                                .meta = std::move(meta),
-                                                               .run_dir = run.run_dir});
+                                                               .run_dir = run.run_dir,
+                                                               .collectives = collectives_,
+                                                               .write = main_});
   }
   void before_fetch() override { profiler_->before_fetch(); }
   void after_fetch(bool got_batch) override { profiler_->after_fetch(got_batch); }
@@ -49,7 +58,7 @@ class ProfilerHook final : public train::TrainHook {
   void on_step_end(const train::TrainState&) override {
     if (!profiler_->end_step()) return;
     window_closed_ = true;
-    if (!then_stop_) log::info("Profile window complete; training continues (profile_then_stop=true stops here instead)");
+    if (!then_stop_ && main_) log::info("Profile window complete; training continues (profile_then_stop=true stops here instead)");
   }
   std::optional<train::StopRequest> should_stop(const train::TrainState&) override {
     if (!window_closed_ || !then_stop_) return std::nullopt;
@@ -60,6 +69,7 @@ class ProfilerHook final : public train::TrainHook {
                                "{:.1f}s; the partial epoch was not validated or checkpointed", seconds)};
   }
   void on_train_end(const train::TrainState&, nlohmann::ordered_json& result) override {
+    if (!main_) return;
     if (profiler_->result()) {
       result["profile"] = profiler_->result()->profile_json.string();
       result["profile_bound"] = profiler_->result()->bound;
@@ -72,6 +82,8 @@ class ProfilerHook final : public train::TrainHook {
  private:
   static std::size_t index(train::Phase phase) { return static_cast<std::size_t>(phase); }
 
+  train::Collectives* collectives_;
+  bool main_;
   int warmup_, steps_;
   bool trace_, quiet_, open_, then_stop_;
   bool window_closed_ = false;
@@ -82,13 +94,9 @@ class ProfilerHook final : public train::TrainHook {
 
 }  // namespace
 
-std::unique_ptr<train::TrainHook> make_profiler_hook(const config::Config& config) {
+std::unique_ptr<train::TrainHook> make_profiler_hook(const config::Config& config, train::Collectives* collectives) {
   if (!config.get_bool("profile")) return nullptr;
-  if (const char* world = std::getenv("WORLD_SIZE"); world && std::atoi(world) > 1) {
-    log::warn("profile=true is ignored under distributed training.");
-    return nullptr;
-  }
-  return std::make_unique<ProfilerHook>(config);
+  return std::make_unique<ProfilerHook>(config, collectives);
 }
 
 }  // namespace libreyolo::profile

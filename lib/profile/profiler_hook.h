@@ -3,13 +3,15 @@
 #pragma once
 
 #include "core/config.h"
+#include "train/collectives.h"
 #include "train/hooks.h"
 
 #include <memory>
 
 namespace libreyolo::profile {
 
-// Null when profile=false, or under distributed training (with a warning).
-std::unique_ptr<train::TrainHook> make_profiler_hook(const config::Config& config);
+// Null when profile=false. Under data-parallel training every rank gets one (`collectives`): all
+// profile the same window, rank 0 writes the artifacts with every rank's step time.
+std::unique_ptr<train::TrainHook> make_profiler_hook(const config::Config& config, train::Collectives* collectives = nullptr);
 
 }  // namespace libreyolo::profile

@@ -44,8 +44,9 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
   const bool gpu = p.value("device_kind", "cpu") == "cuda";
   line(rule);
   line(fmt::format("  LibreYOLO training profile — {}", p.value("model", std::string("?"))));
-  line(fmt::format("  device={} batch={} imgsz={} amp={} workers={}", text_of(config.value("device", nlohmann::ordered_json())),
-                   text_of(config.value("batch", nlohmann::ordered_json())), text_of(config.value("imgsz", nlohmann::ordered_json())),
+  const std::string processes = config.contains("world_size") ? fmt::format(" ({} processes)", text_of(config["world_size"])) : "";
+  line(fmt::format("  device={} batch={}{} imgsz={} amp={} workers={}", text_of(config.value("device", nlohmann::ordered_json())),
+                   text_of(config.value("batch", nlohmann::ordered_json())), processes, text_of(config.value("imgsz", nlohmann::ordered_json())),
                    text_of(config.value("amp", nlohmann::ordered_json())), text_of(config.value("workers", nlohmann::ordered_json()))));
   const double step = number(p, "step_ms"), dataload = number(p, "dataload_ms");
   line(fmt::format("  REAL step {:.1f} ms = dataload {:.1f} ms + compute {:.1f} ms  ->  {:.1f} img/s", step, dataload,
@@ -64,6 +65,20 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
     line(fmt::format("  CPU util {:.0f}%  ({:.1f} ms in operators / {:.1f} ms step{}, training thread)  |  {} ops/step",
                      100 * number(p, "cpu_util"), number(p, "cpu_busy_ms_per_step"), number(p, "cpu_window_step_ms", step),
                      synced ? " in the synchronised half" : "", p["metrics"].value("ops_per_step", 0)));
+  }
+  if (p.contains("distributed") && p["distributed"].is_object()) {
+    const auto& d = p["distributed"];
+    if (d["slowest_rank"].is_object()) {
+      line(fmt::format("  {} ranks: slowest rank {} ({:.1f} ms/step), fastest rank {} ({:.1f} ms/step), spread {:.1f}%",
+                       d.value("world_size", 0), d["slowest_rank"].value("rank", 0), number(d["slowest_rank"], "step_ms"),
+                       d["fastest_rank"].value("rank", 0), number(d["fastest_rank"], "step_ms"), number(d, "rank_spread_pct")));
+    }
+    if (d["collective_ms_per_step"].is_number()) {
+      line(fmt::format("  collectives in flight {:.1f} ms/step ({:.0f}% of the step; {})", number(d, "collective_ms_per_step"),
+                       100 * number(d, "collective_frac"), d.value("collectives_from", "")));
+    } else {
+      line(fmt::format("  collectives: {}", d.value("collectives_from", "not measured")));
+    }
   }
   line(fmt::format("  >> VERDICT: {} — {}.", verdict_label(p.value("bound", "")), p.value("bound_why", "")));
   line(fmt::format("     Levers: {}.", p.value("levers", "")));

@@ -4,6 +4,7 @@
 #include "cuda/cuda_info.h"
 #include "profile/artifacts.h"
 
+#include <ATen/ATen.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,6 +131,18 @@ bool StepProfiler::end_step() {
   return false;
 }
 
+std::vector<RankTiming> StepProfiler::gather_rank_timings(const StepSummary& summary) const {
+  const at::Tensor mine = at::tensor({static_cast<double>(options_.collectives->rank()), summary.step_ms, summary.dataload_ms},
+                                     at::kDouble).view({1, 3});
+  const at::Tensor all = options_.collectives->gather_rows(mine).contiguous();
+  std::vector<RankTiming> ranks;
+  const auto row = all.accessor<double, 2>();
+  for (std::int64_t r = 0; r < all.size(0); ++r) {
+    ranks.push_back({.rank = static_cast<int>(row[r][0]), .step_ms = row[r][1], .dataload_ms = row[r][2]});
+  }
+  return ranks;
+}
+
 void StepProfiler::finish() {
   finished_ = true;
   synchronize();
@@ -172,6 +185,11 @@ void StepProfiler::finish() {
                            std::make_move_iterator(records.events.end()));
       trace->flows = std::move(records.flows);
     }
+  }
+  if (options_.collectives && options_.collectives->world_size() > 1) summary.ranks = gather_rank_timings(summary);
+  if (!options_.write) {
+    result_ = ProfileResult{};
+    return;
   }
   summary.kernels_measured = options_.device.is_cuda() && trace && trace_missing_reason_.empty();
   summary.trace_missing_reason = trace_missing_reason_;

@@ -8,6 +8,7 @@
 #include "profile/cpu_op_collector.h"
 #include "profile/kernel_collector.h"
 #include "profile/summary.h"
+#include "train/collectives.h"
 
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,10 @@ struct ProfilerOptions {
   c10::Device device = c10::Device(c10::kCPU);
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();  // model, device, batch, imgsz, amp, amp_dtype, workers
   std::filesystem::path run_dir;
+  // Data-parallel: every rank profiles the same window; when it closes, each rank's step time is
+  // gathered to every rank and only the rank with `write` set writes the artifacts and reports.
+  train::Collectives* collectives = nullptr;
+  bool write = true;
 };
 
 struct ProfileResult {
@@ -78,6 +83,7 @@ class StepProfiler {
   void finish();
   void add_span(const std::string& name, double start_us, double end_us);
   void synchronize() const;
+  std::vector<RankTiming> gather_rank_timings(const StepSummary& summary) const;
 
   ProfilerOptions options_;
   int half_ = 1;

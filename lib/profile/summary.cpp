@@ -54,6 +54,13 @@ nlohmann::ordered_json summary_to_json(const StepSummary& s) {
   j["allocator_calls_per_step"] = optional_json(s.allocator_calls_per_step);
   j["trace"] = optional_json(s.trace);
   j["ops_window"] = s.ops_in_synced_half ? "synced" : "real";
+  if (!s.ranks.empty()) {
+    nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+    for (const auto& r : s.ranks) {
+      ranks.push_back({{"rank", r.rank}, {"step_ms", rounded(r.step_ms, 3)}, {"dataload_ms", rounded(r.dataload_ms, 3)}});
+    }
+    j["ranks"] = ranks;
+  }
   return j;
 }
 
@@ -119,6 +126,13 @@ StepSummary summary_from_json(const nlohmann::json& j, const std::string& source
   }
   if (j.contains("trace") && j["trace"].is_string()) s.trace = j["trace"].get<std::string>();
   s.ops_in_synced_half = j.value("ops_window", std::string("real")) == "synced";
+  if (j.contains("ranks")) {
+    if (!j["ranks"].is_array()) throw UsageError(fmt::format("{}: \"ranks\" is not a list", source_name));
+    for (const auto& r : j["ranks"]) {
+      s.ranks.push_back({.rank = count(r, "rank"), .step_ms = measured(need(r, "step_ms"), "ranks.step_ms"),
+                         .dataload_ms = measured(need(r, "dataload_ms"), "ranks.dataload_ms")});
+    }
+  }
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace libreyolo::profile {
 
@@ -24,6 +25,13 @@ inline double rounded(double value, int digits) {
   const double scale = std::pow(10.0, digits);
   return std::round(value * scale) / scale;
 }
+
+// One data-parallel rank's real (unsynchronised) step, gathered to rank 0 when the window closes.
+struct RankTiming {
+  int rank = 0;
+  double step_ms = 0;
+  double dataload_ms = 0;
+};
 
 struct StepSummary {
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();  // model, device, batch, imgsz, amp, amp_dtype, workers
@@ -42,6 +50,8 @@ struct StepSummary {
   // CPU operators were recorded in the synchronised half only (their recording would inflate the
   // real step time); the analysis reads them there.
   bool ops_in_synced_half = false;
+  // Data-parallel runs: every rank's timing, in rank order (empty for one process).
+  std::vector<RankTiming> ranks;
 
   double compute_ms() const { return std::max(step_ms - dataload_ms, 0.0); }
   double dataload_fraction() const { return step_ms > 0 ? dataload_ms / step_ms : 0.0; }

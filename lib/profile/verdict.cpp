@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace libreyolo::profile {
 
@@ -11,6 +12,21 @@ namespace {
 std::string percent(double fraction) { return fmt::format("{:.0f}%", 100 * fraction); }
 
 constexpr const char* kDataloaderLevers = "workers↑, cache='ram'/'disk', lighter aug, larger batch";
+
+// Data-parallel ranks that spend a large share of the step with collectives in flight: the
+// gradient all-reduce, SyncBatchNorm's statistics, the loss sums. LibreYOLO has no such verdict.
+constexpr const char* kCommunicationLevers =
+    "sync_bn=false (two all-reduces per BatchNorm layer and pass otherwise), a larger batch per process, nbs accumulation "
+    "(one gradient all-reduce per window), fewer processes per machine on the CPU, a faster link between devices (NVLink, "
+    "InfiniBand)";
+
+std::optional<Verdict> communication_verdict(const VerdictInputs& in) {
+  if (!in.communication_fraction || *in.communication_fraction < kCommunicationShare) return std::nullopt;
+  std::string why = fmt::format("collectives between the data-parallel ranks are in flight ~{} of the step",
+                                percent(std::min(*in.communication_fraction, 1.0)));
+  if (!in.slowest_rank_note.empty()) why += "; " + in.slowest_rank_note;
+  return Verdict{.bound = "communication", .why = std::move(why), .levers = kCommunicationLevers};
+}
 
 Verdict gpu_verdict(const VerdictInputs& in) {
   const double utilisation = std::min(in.utilisation_raw, 1.0);
@@ -29,6 +45,8 @@ Verdict gpu_verdict(const VerdictInputs& in) {
     v.bound = "dataloader";
     v.why = fmt::format("the GPU waits on input data (~{} of the step)", percent(*in.dataload_fraction));
     v.levers = kDataloaderLevers;
+  } else if (auto communication = communication_verdict(in)) {
+    v = *communication;
   } else if (!in.busy_measured) {
     v.bound = "unknown";
     v.why = fmt::format("no GPU kernel trace ({}), so GPU utilisation was not measured and no compute or host/launch "
@@ -58,6 +76,8 @@ Verdict cpu_verdict(const VerdictInputs& in) {
     v.bound = "dataloader";
     v.why = fmt::format("the training thread waits on input data (~{} of the step)", percent(*in.dataload_fraction));
     v.levers = kDataloaderLevers;
+  } else if (auto communication = communication_verdict(in)) {
+    v = *communication;
   } else if (!in.busy_measured) {
     v.bound = "unknown";
     v.why = fmt::format("no operator trace ({}), so CPU utilisation was not measured and no compute or host/launch verdict "
@@ -86,6 +106,7 @@ std::string verdict_label(const std::string& bound) {
   if (bound == "dataloader") return "DATALOADER-BOUND";
   if (bound == "host / launch") return "HOST/LAUNCH-BOUND";
   if (bound == "compute") return "COMPUTE-BOUND";
+  if (bound == "communication") return "COMMUNICATION-BOUND";
   if (bound == "memory-pressure") return "MEMORY-PRESSURE";
   if (bound == "mixed") return "MIXED";
   return "NO VERDICT";

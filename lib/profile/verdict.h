@@ -24,22 +24,27 @@ struct VerdictInputs {
   double mean_kernel_us = 0;
   double host_overhead_ms = 0;
   bool amp = true;
+  // Data-parallel: the share of the step with a collective in flight (Gloo operators on the CPU,
+  // NCCL kernels on the GPU); unset for one process or without a trace.
+  std::optional<double> communication_fraction;
+  std::string slowest_rank_note;  // "rank 1 is the slowest ..." when the ranks' steps differ
 };
 
 struct Verdict {
-  std::string bound;  // "memory-pressure", "dataloader", "compute", "host / launch", or "unknown"
+  std::string bound;  // "memory-pressure", "dataloader", "communication", "compute", "host / launch", or "unknown"
   std::string why;
   std::string levers;
 };
 
 inline constexpr double kDataloaderShare = 0.2;
+inline constexpr double kCommunicationShare = 0.3;
 inline constexpr double kComputeUtilisation = 0.8;
 inline constexpr double kAllocatorCallsPerStep = 5;
 inline constexpr double kOverSubscribedUtilisation = 1.05;
 
 Verdict decide_verdict(const VerdictInputs& inputs);
 
-// Console label: DATALOADER-BOUND, HOST/LAUNCH-BOUND, COMPUTE-BOUND, MEMORY-PRESSURE, NO VERDICT.
+// Console label: DATALOADER-BOUND, COMMUNICATION-BOUND, HOST/LAUNCH-BOUND, COMPUTE-BOUND, MEMORY-PRESSURE, NO VERDICT.
 std::string verdict_label(const std::string& bound);
 
 }  // namespace libreyolo::profile

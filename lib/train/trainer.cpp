@@ -328,13 +328,22 @@ void check_weights_agree(Collectives* dist, torch::nn::Module& module, int epoch
 // and rank 0 saves the same model. With sync_bn they already agree (the mean leaves them).
 void average_batch_norm_statistics(Collectives* dist, torch::nn::Module& module) {
   if (!dist) return;
+  at::NoGradGuard no_grad;
+  // One all-reduce for all of them (flattened in double), not one per buffer: a YOLOv9-t has 873.
+  std::vector<at::Tensor> buffers, flat;
   for (const auto& item : module.named_buffers()) {
-    at::Tensor buffer = item.value();
-    if (!at::isFloatingType(buffer.scalar_type())) continue;  // num_batches_tracked
-    at::NoGradGuard no_grad;
-    at::Tensor mean = buffer.detach().clone();
-    dist->sum(mean);
-    buffer.copy_(mean / dist->world_size());
+    if (!at::isFloatingType(item.value().scalar_type())) continue;  // num_batches_tracked
+    buffers.push_back(item.value());
+    flat.push_back(item.value().detach().to(at::kDouble).reshape(-1));
+  }
+  if (buffers.empty()) return;
+  at::Tensor all = at::cat(flat);
+  dist->sum(all);
+  all.div_(dist->world_size());
+  std::int64_t offset = 0;
+  for (auto& buffer : buffers) {
+    buffer.copy_(all.narrow(0, offset, buffer.numel()).view(buffer.sizes()));
+    offset += buffer.numel();
   }
 }
 

@@ -5,6 +5,8 @@
 #  - the distributed validation's mAP equals `libreyolo val` of the same weights in one process;
 #  - the four launches (nproc_per_node, torchrun, two "nodes", Slurm) each leave one normal run folder;
 #    cache=ram with two ranks on a machine names the cost of their two copies;
+#  - the profiler: `profile run --nproc_per_node 2` and under torchrun, one profile with every
+#    rank's step time and the time in collectives;
 #  - the failures: an indivisible batch, missing GPUs, a port in use, a rank killed mid-epoch,
 #    Ctrl-C to the launcher then resume (same world size and another).
 . "$(dirname "$0")/lib.sh"
@@ -88,6 +90,37 @@ expect_in slurm0.out "of resized images in each of the 2 processes on this machi
 grep -q "in each of the 2 processes" slurm1.out && fail "local rank 1 repeated the cache=ram warning"
 [ "$(rows runs/slurm)" -eq 1 ] || fail "Slurm: expected one epoch in results.csv"
 ls runs | grep -Eq '^(torchrun|nodes|slurm)[0-9]' && fail "a rank made a run folder of its own: $(ls runs)"
+
+# the profiler under DDP: every rank profiles the same window, rank 0 writes one profile with every
+# rank's step time and the collectives' time (sync_bn=true: two all-reduces per BatchNorm and pass)
+expect_exit 0 profile run ds/data.yaml --nproc_per_node 2 --batch 4 --imgsz 64 --workers 1 --steps 4 --warmup 1 \
+  --sync_bn true --project prof --json
+cp "$WORK/out" prof.json
+"$python" - prof.json <<'PY' || fail "the data-parallel profile lacks its ranks or collectives"
+import json, sys
+p = json.load(open(sys.argv[1]))
+d = p["distributed"]
+print("  profile:", {k: d[k] for k in ("world_size", "rank_spread_pct", "collective_ms_per_step", "collective_frac")}, p["bound"])
+assert d["world_size"] == 2 and [r["rank"] for r in d["ranks"]] == [0, 1], d
+assert all(r["step_ms"] > 0 for r in d["ranks"]), d["ranks"]
+assert d["slowest_rank"]["step_ms"] >= d["fastest_rank"]["step_ms"] > 0, d
+assert d["collective_ms_per_step"] > 0 and d["collectives_from"].startswith("Gloo"), d
+assert p["config"]["world_size"] == 2 and p["config"]["batch"] == 4 and p["config"]["batch_per_process"] == 2, p["config"]
+assert p["bound"] in ("communication", "compute", "host / launch", "dataloader"), p["bound"]
+assert p["metrics"]["collective_frac"] == d["collective_frac"]
+PY
+[ "$(ls prof)" = "prof" ] || fail "the data-parallel profile made more than one folder: $(ls prof)"
+expect_exit 0 profile summary prof/prof
+expect_in "$WORK/out" "2 ranks: slowest rank"
+expect_in "$WORK/out" "collectives in flight"
+if [ -x "$torchrun" ]; then  # under torchrun every rank runs `profile run`; rank 0 alone prints
+  port=$(free_port)
+  timeout 120 "$torchrun" --nproc_per_node 2 --master_addr 127.0.0.1 --master_port "$port" --no-python \
+    "$LIBREYOLO" profile run ds/data.yaml --batch 4 --imgsz 64 --workers 1 --steps 4 --warmup 1 --sync_bn false \
+    --project tprof >tprof.out 2>&1 || { fail "profile run under torchrun exited $?"; tail -20 tprof.out; }
+  [ "$(grep -c '^img/s:' tprof.out)" -eq 1 ] || fail "profile run under torchrun: expected one img/s line (rank 0's)"
+  expect_in tprof/prof/profile.json '"world_size": 2'
+fi
 
 # failures: exit 2 before any process starts, a clear line each
 expect_exit 2 train $short batch=5 nproc_per_node=2 name=odd

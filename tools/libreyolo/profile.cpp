@@ -187,6 +187,13 @@ int run_profile(const Arguments& arguments) {
   run_cmd->add_option("--repeat", run.repeat, "independent trials (mean and spread of img/s)")->check(CLI::Range(1, 1000));
   run_cmd->add_option("--device", run.device, "auto, cpu, 0, cuda:1");
   run_cmd->add_option("--project", run.project, "folder of the trial runs");
+  run_cmd->add_option("--nproc_per_node", run.nproc_per_node, "data-parallel processes on this machine (as train)")->check(CLI::Range(1, 1024));
+  run_cmd->add_option("--nnodes", run.nnodes, "machines of a data-parallel run")->check(CLI::Range(1, 4096));
+  run_cmd->add_option("--node_rank", run.node_rank, "this machine's index, 0 to nnodes-1")->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--master_addr", run.master_addr, "rank 0's address");
+  run_cmd->add_option("--master_port", run.master_port, "rank 0's port (0: a free one on one machine)")->check(CLI::Range(0, 65535));
+  run_cmd->add_option("--dist_backend", run.dist_backend, "auto, nccl or gloo")->check(CLI::IsMember({"auto", "nccl", "gloo"}));
+  run_cmd->add_option("--sync_bn", run.sync_bn, "true or false (default: the model's)")->check(CLI::IsMember({"true", "false"}));
   run_cmd->add_flag("--json", json, "print the profile (or the repeat aggregate) as JSON on stdout");
 
   auto* summary_cmd = app.add_subcommand("summary", "the report of a profile");

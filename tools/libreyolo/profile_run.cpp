@@ -1,15 +1,12 @@
 #include "profile_run.h"
 
+#include "commands.h"
 #include "core/atomic_file.h"
-#include "core/config.h"
-#include "models/checkpoint.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/run_dir.h"
 #include "data/dataset_yaml.h"
+#include "dist/launch_env.h"
 #include "profile/trials.h"
-#include "profile/profiler_hook.h"
-#include "train/trainer.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -23,28 +20,37 @@ namespace fs = std::filesystem;
 
 int run_profile_trials(const ProfileRunOptions& o, bool json) {
   (void)data::load_dataset_spec(o.data);  // a wrong data= fails before any folder is made
+  // Under torchrun or srun every rank runs this command; only rank 0 reads and prints the profile.
+  const bool main_process = dist::resolve_launch_env(dist::process_environment()).rank == 0;
   const std::string model = o.model.empty() ? "yolo9-" + o.size : o.model;
   std::vector<nlohmann::ordered_json> trials;
   std::vector<std::string> paths;
   for (int trial = 1; trial <= o.repeat; ++trial) {
     const std::string name = o.repeat == 1 ? "prof" : fmt::format("prof_{}", trial);
-    const std::vector<std::string> arguments{
+    std::vector<std::string> arguments{
         "model=" + model, "data=" + o.data, fmt::format("batch={}", o.batch), fmt::format("imgsz={}", o.image_size),
         fmt::format("workers={}", o.workers), fmt::format("amp={}", o.amp), "device=" + o.device, "profile=true",
         "profile_then_stop=true", fmt::format("profile_steps={}", o.steps), fmt::format("profile_warmup={}", o.warmup),
         // enough epochs that a tiny dataset still fills the window
         fmt::format("epochs={}", o.warmup + o.steps + 5), "no_aug_epochs=0", "val=false", "profile_open=false",
         "project=" + o.project, "name=" + name, "exist_ok=true", fmt::format("quiet={}", json)};
-    const auto config = models::parse_arguments(config::command_train, arguments);
+    if (o.nproc_per_node > 1 || o.nnodes > 1) {
+      for (const auto& key : {fmt::format("nproc_per_node={}", o.nproc_per_node), fmt::format("nnodes={}", o.nnodes),
+                              fmt::format("node_rank={}", o.node_rank), "master_addr=" + o.master_addr,
+                              fmt::format("master_port={}", o.master_port), "dist_backend=" + o.dist_backend}) {
+        arguments.push_back(key);
+      }
+    }
+    if (!o.sync_bn.empty()) arguments.push_back("sync_bn=" + o.sync_bn);
     log::set_quiet(json);
-    const fs::path run_dir = create_run_dir(o.project, name, true);
-    fs::remove(run_dir / "profile.json");  // never read a previous run's profile
-    write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
+    const fs::path run_dir = fs::path(o.project) / name;
+    std::error_code ignored;
+    fs::remove(run_dir / "profile.json", ignored);  // never read a previous run's profile
     if (o.repeat > 1 && !json) log::info("profile run: trial {}/{} in {}", trial, o.repeat, run_dir.string());
-    train::HookList hooks;
-    if (auto profiler = profile::make_profiler_hook(config)) hooks.add(std::move(profiler));
-    const auto outcome = train::run_training(config, run_dir, hooks);
-    if (outcome.exit_code) return outcome.exit_code;
+    // The train command itself: it starts the data-parallel ranks (nproc_per_node, nnodes) or joins
+    // them (under torchrun or srun), and rank 0 writes the profile.
+    if (const int code = run_train(arguments)) return code;
+    if (!main_process) continue;
     const fs::path profile = run_dir / "profile.json";
     if (!fs::exists(profile)) {
       fmt::print(stderr,
@@ -57,6 +63,7 @@ int run_profile_trials(const ProfileRunOptions& o, bool json) {
     trials.push_back(nlohmann::ordered_json::parse(in));
     paths.push_back(profile.string());
   }
+  if (!main_process) return 0;
   nlohmann::ordered_json result = trials.back();
   fs::path result_path = paths.back();
   if (o.repeat > 1) {

@@ -18,6 +18,14 @@ struct ProfileRunOptions {
   int repeat = 1;
   std::string device = "auto";
   std::string project = "runs/profile";
+  // Data-parallel trials (the train keys of the same names); every rank's step time reaches the profile.
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  std::string dist_backend = "auto";
+  std::string sync_bn;  // empty: the model's default
 };
 
 // Trial folders <project>/prof (one trial) or <project>/prof_1..N, and <project>/profile_repeat.json

@@ -161,7 +161,7 @@ int train_in_run_dir(const config::Config& config, dist::Group* group, dist::Gro
   log::info("Logging results to {}", run_dir.string());
   if (group) publish_run_dir(*group, run_dir.string());
   train::HookList hooks;
-  if (auto profiler = profile::make_profiler_hook(config)) hooks.add(std::move(profiler));
+  if (auto profiler = profile::make_profiler_hook(config, collectives)) hooks.add(std::move(profiler));
   if (group) hooks.add(std::make_unique<dist::GradientSync>(*group));
   train::TrainOutcome outcome;
   try {
@@ -183,6 +183,7 @@ int train_as_other_rank(const config::Config& config, dist::Group& group, dist::
   const std::string run_dir(value.begin(), value.end());
   if (run_dir.empty()) throw RuntimeError("rank 0 failed before training started (its message says why); this rank stops too");
   train::HookList hooks;
+  if (auto profiler = profile::make_profiler_hook(config, &collectives)) hooks.add(std::move(profiler));
   hooks.add(std::make_unique<dist::GradientSync>(group));
   return train::run_training(config, run_dir, hooks, &collectives).exit_code;
 }

@@ -198,3 +198,76 @@ TEST_CASE("summary JSON round trip", "[profile]") {
   CHECK(back.device_kind == "cuda");
   CHECK_THROWS_AS(summary_from_json(nlohmann::json::object(), "x.json"), libreyolo::UsageError);
 }
+
+TEST_CASE("data-parallel: collectives in flight, the slowest rank, the communication verdict", "[profile][dist]") {
+  // Steps of 1000 us with 700 us of operators on the training thread. Gloo's all-reduce spans run
+  // on two worker threads and overlap each other: [100, 400) and [300, 500) are 400 us in
+  // flight. A span between the steps (an epoch's BatchNorm averaging) is not the step's, and one
+  // that crosses the step's end counts up to it.
+  const auto trace = [](double gloo_scale) {
+    Trace t;
+    for (int k = 0; k < 6; ++k) {
+      const double s = 2000.0 * k;  // 1000 us of gap after each step
+      t.events.push_back({.name = "ProfilerStep#" + std::to_string(k + 1), .category = category::annotation, .start_us = s, .duration_us = 1000, .pid = 1, .tid = 1});
+      t.events.push_back({.name = "step/forward", .category = category::annotation, .start_us = s, .duration_us = 1000, .pid = 1, .tid = 1});
+      t.events.push_back({.name = "aten::conv2d", .category = category::cpu_op, .start_us = s, .duration_us = 700, .pid = 1, .tid = 1});
+      t.events.push_back({.name = "gloo:all_reduce", .category = category::cpu_op, .start_us = s + 100, .duration_us = 300 * gloo_scale, .pid = 1, .tid = 8});
+      t.events.push_back({.name = "gloo:all_reduce", .category = category::cpu_op, .start_us = s + 300, .duration_us = 200 * gloo_scale, .pid = 1, .tid = 9});
+      t.events.push_back({.name = "gloo:all_reduce", .category = category::cpu_op, .start_us = s + 1200, .duration_us = 500, .pid = 1, .tid = 8});
+      t.events.push_back({.name = "aten::copy_", .category = category::cpu_op, .start_us = s + 1200, .duration_us = 500, .pid = 1, .tid = 1});
+    }
+    return t;
+  };
+  StepSummary s;
+  s.meta = {{"model", "YOLOv9-t"}, {"device", "cpu"}, {"batch", 4}, {"amp", false}, {"world_size", 2}};
+  s.real_steps = 3, s.synced_steps = 3, s.ops_in_synced_half = true;
+  s.step_ms = 1.0, s.dataload_ms = 0.0, s.device_kind = "cpu";
+  s.ranks = {{.rank = 0, .step_ms = 1.0, .dataload_ms = 0.0}, {.rank = 1, .step_ms = 1.25, .dataload_ms = 0.1}};
+
+  const auto p = analyze(trace(1.0), s, "t.json");
+  const auto& d = p["distributed"];
+  CHECK(d["world_size"] == 2);
+  CHECK(d["ranks"].size() == 2);
+  CHECK(d["slowest_rank"]["rank"] == 1);
+  CHECK(d["fastest_rank"]["rank"] == 0);
+  CHECK(d["rank_spread_pct"].get<double>() == Approx(25.0));
+  CHECK(d["collective_ms_per_step"].get<double>() == Approx(0.4));
+  CHECK(d["collective_frac"].get<double>() == Approx(0.4));
+  CHECK(p["cpu_busy_ms_per_step"].get<double>() == Approx(0.7));  // the copy between steps is not the step's
+  CHECK(p["bound"] == "communication");
+  CHECK(verdict_label(p["bound"]) == "COMMUNICATION-BOUND");
+  CHECK(p["bound_why"].get<std::string>().find("rank 1 is the slowest") != std::string::npos);
+  CHECK(p["metrics"]["collective_frac"].get<double>() == Approx(0.4));
+
+  // a quarter of the collectives: [100, 175) and [300, 350), 125 us in flight, and the CPU verdict stands
+  const auto light = analyze(trace(0.25), s, "t.json");
+  CHECK(light["distributed"]["collective_ms_per_step"].get<double>() == Approx(0.125));
+  CHECK(light["bound"] == "host / launch");
+
+  // one process: no distributed block, and the summary round-trips the ranks
+  StepSummary one = s;
+  one.ranks.clear();
+  Trace plain = trace(1.0);
+  std::erase_if(plain.events, [](const Event& e) { return e.name.starts_with("gloo:"); });
+  CHECK(analyze(plain, one, "t.json")["distributed"].is_null());
+  const StepSummary back = summary_from_json(nlohmann::json::parse(summary_to_json(s).dump()), "x");
+  REQUIRE(back.ranks.size() == 2);
+  CHECK(back.ranks[1].step_ms == 1.25);
+  CHECK(back.ranks[1].dataload_ms == Approx(0.1));
+}
+
+TEST_CASE("GPU data-parallel: NCCL kernels are communication, not compute or over-subscription", "[profile][dist]") {
+  // The synthetic GPU step (58 us of compute kernels in 100 us) plus an NCCL all-reduce of 50 us
+  // on its own stream: the utilisation stays 58%, the collectives fill half the step.
+  Trace t = synthetic_gpu_trace();
+  for (int k = 0; k < 6; ++k) {
+    t.events.push_back({.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", .category = category::kernel,
+                        .start_us = 100.0 * k + 40, .duration_us = 50, .pid = 0, .tid = 9});
+  }
+  StepSummary s = gpu_summary(0.1, 0.001);
+  s.ranks = {{.rank = 0, .step_ms = 0.1, .dataload_ms = 0.001}, {.rank = 1, .step_ms = 0.1, .dataload_ms = 0.001}};
+  const auto p = analyze(t, s, "t.json");
+  CHECK(p["gpu_util"].get<double>() == Approx(0.58).margin(1e-3));
+  CHECK(p["distributed"]["collective_gpu_ms_per_step"].get<double>() == Approx(0.05));
+  CHECK(p["bound"] == "communication");
+}
