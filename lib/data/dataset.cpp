@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 namespace libreyolo::data {
 
@@ -58,6 +59,10 @@ DetectionDataset::DetectionDataset(std::vector<ImageRecord> records, int class_c
     : records_(std::move(records)), class_count_(class_count), image_size_(image_size), cache_(cache) {
   static std::atomic<std::uint64_t> next_id{1};
   id_ = next_id++;
+  if (cache_ == CacheMode::ram && ram_cache_peers.copies > 1 && !ram_cache_peers.shared_key.empty() &&
+      share_ram_cache(resized_bytes(), available_memory_bytes())) {
+    return;
+  }
   if (cache_ == CacheMode::ram) {
     const std::uint64_t needed = resized_bytes();
     const std::uint64_t copies = static_cast<std::uint64_t>(ram_cache_peers.copies);
@@ -74,9 +79,10 @@ DetectionDataset::DetectionDataset(std::vector<ImageRecord> records, int class_c
       ram_.resize(records_.size());
       ram_once_ = std::make_unique<std::once_flag[]>(records_.size());
       if (copies > 1 && ram_cache_peers.reports) {
-        log::warn("cache=ram: {:.2f} GB of resized images{}, {:.2f} GB together (one shared copy per machine is not built "
-                  "yet; cache=disk shares the cached files)",
-                  static_cast<double>(needed) / 1e9, each, static_cast<double>(needed * copies) / 1e9);
+        log::warn("cache=ram: {:.2f} GB of resized images{}, {:.2f} GB together (no shared copy{}; cache=disk shares the "
+                  "cached files)",
+                  static_cast<double>(needed) / 1e9, each, static_cast<double>(needed * copies) / 1e9,
+                  shared_failure_.empty() ? "" : ": " + shared_failure_);
       } else {
         log::info("cache=ram: {:.2f} GB of resized images (filled on first use)", static_cast<double>(needed) / 1e9);
       }
@@ -87,6 +93,55 @@ DetectionDataset::DetectionDataset(std::vector<ImageRecord> records, int class_c
     log::warn("cache=disk: {} is read-only; not caching", records_.front().image.parent_path().string());
     cache_ = CacheMode::none;
   }
+}
+
+// One copy for the machine's processes, in shared memory. False (with the reason kept for the
+// per-process warning) when it cannot be had; the caller then gives each process its own.
+bool DetectionDataset::share_ram_cache(std::uint64_t needed, std::uint64_t available) {
+  std::vector<std::pair<int, int>> capacity;  // the resized size, and a pixel of slack for decoders that round
+  capacity.reserve(records_.size());
+  std::uint64_t bytes = 0;
+  std::size_t fingerprint = std::hash<int>{}(image_size_);
+  for (const auto& record : records_) {
+    const double ratio = static_cast<double>(image_size_) / std::max(std::max(record.width, record.height), 1);
+    const int rows = std::min(static_cast<int>(std::ceil(record.height * ratio)) + 1, image_size_);
+    const int cols = std::min(static_cast<int>(std::ceil(record.width * ratio)) + 1, image_size_);
+    capacity.emplace_back(rows, cols);
+    bytes += static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * 3;
+    fingerprint = fingerprint * 31 + std::hash<std::string>{}(record.image.string());
+  }
+  // Named by the run, the images and their count in this process (the same train and val
+  // datasets are built in the same order in every process).
+  static std::mutex mutex;
+  static std::map<std::size_t, int> built;
+  int ordinal = 0;
+  {
+    const std::lock_guard lock(mutex);
+    ordinal = built[fingerprint]++;
+  }
+  const SharedCacheOptions options{.name = fmt::format("/libreyolo-{}-{:016x}-{}", ram_cache_peers.shared_key, fingerprint, ordinal),
+                                   .create = ram_cache_peers.reports,
+                                   .processes = ram_cache_peers.copies};
+  if (options.create) {
+    const auto shm_free = SharedImageCache::free_bytes();
+    if (available > 0 && needed * 3 / 2 > available) {
+      shared_failure_ = fmt::format("{:.1f} GB available", static_cast<double>(available) / 1e9);
+    } else if (shm_free && *shm_free < bytes) {
+      shared_failure_ = fmt::format("/dev/shm has {:.2f} GB free for {:.2f} GB; a container's --shm-size sets it",
+                                    static_cast<double>(*shm_free) / 1e9, static_cast<double>(bytes) / 1e9);
+    }
+    if (!shared_failure_.empty()) {
+      SharedImageCache::decline(options);
+      return false;
+    }
+  }
+  shared_ = SharedImageCache::open(options, capacity, shared_failure_);
+  if (!shared_) return false;
+  if (ram_cache_peers.reports) {
+    log::info("cache=ram: {:.2f} GB of resized images in shared memory, one copy for the {} processes on this machine "
+              "(filled on first use)", static_cast<double>(shared_->bytes()) / 1e9, ram_cache_peers.copies);
+  }
+  return true;
 }
 
 std::uint64_t DetectionDataset::resized_bytes() const {
@@ -168,7 +223,13 @@ cv::Mat DetectionDataset::load_disk_cached(std::size_t index) const {
 
 Sample DetectionDataset::load_resized(std::size_t index) const {
   cv::Mat image;
-  if (cache_ == CacheMode::ram) {
+  if (shared_) {
+    image = shared_->get(index);  // read-only: augmentations always write new images
+    if (image.empty()) {
+      image = decode_resized(index);
+      shared_->put(index, image);
+    }
+  } else if (cache_ == CacheMode::ram) {
     std::call_once(ram_once_[index], [&] { ram_[index] = decode_resized(index); });
     image = ram_[index];  // shared, read-only: augmentations always write new images
   } else if (cache_ == CacheMode::disk) {

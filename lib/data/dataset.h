@@ -5,6 +5,7 @@
 
 #include "data/label_scan.h"
 #include "data/sample.h"
+#include "data/shared_cache.h"
 
 #include <memory>
 #include <mutex>
@@ -16,13 +17,15 @@ namespace libreyolo::data {
 enum class CacheMode { none, ram, disk };
 CacheMode parse_cache_mode(const std::string& text);  // "false" | "ram" | "disk"
 
-// cache=ram in the processes of a data-parallel run on one machine: each builds its own copy (one
-// shared copy per machine is not built yet), so the memory check counts `copies` of the cache,
-// and the process that `reports` warns once with the per-process cost. Process-wide; one
-// process with a copy of its own by default.
+// cache=ram in the processes of a data-parallel run on one machine (`copies` of them). With a
+// `shared_key` they hold one copy in POSIX shared memory, made by the process that `reports` (the
+// machine's local rank 0) and joined by the others; when /dev/shm has no room, each falls back to
+// a copy of its own, the memory check counts them all, and the reporting process warns once with
+// the per-process cost. Process-wide; one process with a copy of its own by default.
 struct RamCachePeers {
   int copies = 1;
   bool reports = true;
+  std::string shared_key;  // the same in every process of the run (rank 0's nonce and the machine)
 };
 void set_ram_cache_peers(RamCachePeers peers);
 
@@ -47,12 +50,15 @@ class DetectionDataset {
   cv::Mat decode_resized(std::size_t index) const;
   cv::Mat load_disk_cached(std::size_t index) const;
   cv::Mat recently_decoded(std::size_t index) const;
+  bool share_ram_cache(std::uint64_t needed, std::uint64_t available);
 
   std::vector<ImageRecord> records_;
   int class_count_;
   int image_size_;
   CacheMode cache_;
   std::uint64_t id_ = 0;  // tells datasets apart in the per-thread decode memo
+  std::unique_ptr<SharedImageCache> shared_;  // cache=ram shared with the machine's other processes
+  std::string shared_failure_;                 // why there is none (for the warning)
   mutable std::vector<cv::Mat> ram_;
   mutable std::unique_ptr<std::once_flag[]> ram_once_;
 };

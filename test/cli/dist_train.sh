@@ -4,7 +4,7 @@
 #    accumulation (nbs), to a relative 1e-3 (measured: about 1e-5);
 #  - the distributed validation's mAP equals `libreyolo val` of the same weights in one process;
 #  - the four launches (nproc_per_node, torchrun, two "nodes", Slurm) each leave one normal run folder;
-#    cache=ram with two ranks on a machine names the cost of their two copies;
+#    cache=ram with two ranks on a machine holds one copy in shared memory;
 #  - the profiler: `profile run --nproc_per_node 2` and under torchrun, one profile with every
 #    rank's step time and the time in collectives;
 #  - the failures: an indivisible batch, missing GPUs, a port in use, a rank killed mid-epoch,
@@ -85,9 +85,11 @@ done
 wait "$s0" || { fail "Slurm task 0 exited $?"; tail -20 slurm0.out; }
 wait "$s1" || { fail "Slurm task 1 exited $?"; tail -20 slurm1.out; }
 expect_in slurm0.out "2 processes (slurm)"
-# cache=ram: two ranks on one machine hold two copies; local rank 0 says what that costs, once
-expect_in slurm0.out "of resized images in each of the 2 processes on this machine"
-grep -q "in each of the 2 processes" slurm1.out && fail "local rank 1 repeated the cache=ram warning"
+# cache=ram: two ranks on one machine share one copy in /dev/shm; local rank 0 says so, once, and
+# nothing of it is left behind
+expect_in slurm0.out "in shared memory, one copy for the 2 processes on this machine"
+grep -q "one copy for the 2 processes" slurm1.out && fail "local rank 1 repeated the cache=ram line"
+ls /dev/shm | grep -q '^libreyolo-' && fail "cache=ram left shared memory behind: $(ls /dev/shm | grep '^libreyolo-')"
 [ "$(rows runs/slurm)" -eq 1 ] || fail "Slurm: expected one epoch in results.csv"
 ls runs | grep -Eq '^(torchrun|nodes|slurm)[0-9]' && fail "a rank made a run folder of its own: $(ls runs)"
 

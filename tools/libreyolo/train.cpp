@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <random>
 
 namespace libreyolo::cli {
 
@@ -121,6 +122,19 @@ void share_cpu_threads(const dist::LaunchEnv& env) {
     }
     throw;
   }
+}
+
+// A key the ranks of this run share and no other run has (rank 0 draws it), with the machine's
+// first rank: cache=ram's shared-memory copy is named from it.
+std::string run_nonce(dist::Group& group, const dist::LaunchEnv& env) {
+  constexpr const char* kKey = "libreyolo/run_nonce";
+  if (env.rank == 0) {
+    std::random_device random;
+    const std::string nonce = fmt::format("{:08x}{:08x}", random(), random());
+    group.store().set(kKey, std::vector<std::uint8_t>(nonce.begin(), nonce.end()));
+  }
+  const auto value = group.store().get(kKey);
+  return fmt::format("{}-{}", std::string(value.begin(), value.end()), env.rank - env.local_rank);
 }
 
 // Rank 0 tells the others which run folder it chose ("" when it failed before training).
@@ -235,10 +249,11 @@ int run_train(const Arguments& arguments) {
     const c10::Device device = train::resolve_device(config.get_text("device"), env.local_rank);
     if (device.is_cpu()) share_cpu_threads(env);
     if (device.is_cuda()) cuda::set_current_device(device.index());
-    data::set_ram_cache_peers({.copies = env.local_world_size, .reports = env.local_rank == 0});
     const std::string backend = backend_for(config, device);
     group = std::make_unique<dist::Group>(env, dist::GroupOptions{.backend = backend,
                                                                   .timeout = std::chrono::seconds(config.get_int("dist_timeout"))});
+    data::set_ram_cache_peers({.copies = env.local_world_size, .reports = env.local_rank == 0,
+                               .shared_key = run_nonce(*group, env)});
     collectives = std::make_unique<dist::GroupCollectives>(*group, c10::Device(c10::kCPU));
     if (env.rank != 0) {
       try {
