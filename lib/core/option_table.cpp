@@ -54,7 +54,8 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
      .help = "data loader worker threads", .commands = train_val | command_profile | command_data, .minimum = 0,
      .maximum = 1024, .support = S::honoured},
     {.name = "cache", .type = T::choice, .default_value = "false", .group = "loop",
-     .help = "cache resized images: false, ram (true) or disk", .commands = train_val | command_data,
+     .help = "cache resized images: false, ram (true; data-parallel processes on a machine share one copy) or disk",
+     .commands = train_val | command_data,
      .choices = "false ram disk", .synonyms = "true=ram 1=ram yes=ram 0=false no=false none=false =false", .support = S::honoured},
     {.name = "min_samples", .type = T::integer, .default_value = "0", .group = "loop",
      .help = "epoch floor for tiny datasets: an epoch draws this many images with replacement when the dataset has "
