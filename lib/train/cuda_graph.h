@@ -1,0 +1,119 @@
+// CUDA-graph training, the network's forward and backward (LibreYOLO's boundary), in three parts:
+//
+//  - CaptureBackend: what a graph does (capture a piece of work, replay it, drop it). The CUDA
+//    build implements it on at::cuda::CUDAGraph (cuda_graph_backend.cpp): warm-up on a side
+//    stream, thread-local capture mode (a pinned-memory allocation in a loader thread cannot break
+//    the capture), forward and backward graphs in one private memory pool. The tests use a fake
+//    that runs the captured work again at each replay, so everything below runs on the CPU.
+//  - GraphedNetwork: make_graphed_callables for LibTorch C++. A static input, a forward graph
+//    whose outputs are static tensors, a backward graph from static output gradients to static
+//    parameter gradients, and an autograd function that replays them, so the loss and the
+//    optimizer stay eager on top. The gradients it hands to autograd are fresh tensors, never the
+//    static ones: autograd adopts a tensor it is given as a parameter's first .grad, and the next
+//    replay would overwrite it (under accumulation g0 + g1 would become 2 g1).
+//  - GraphManager: LibreYOLO's policy. Capture on the 3rd occurrence of an input shape, after 3
+//    warm-up runs, with the BatchNorm buffers snapshotted and restored around them; at most one
+//    graph per run, other shapes run eager; a capture or replay failure turns the run eager for
+//    good with one warning; invalidate() drops the graph and counts shapes again (YOLOX's L1 branch
+//    at no_aug_epochs).
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace libreyolo::train {
+
+class CaptureBackend {
+ public:
+  virtual ~CaptureBackend() = default;
+  // Runs `work` once, eagerly, where captures run (a side stream): the warm-up before capture.
+  virtual void warm_up(const std::function<void()>& work) = 0;
+  // Captures one run of `work` and returns the graph's handle. Graphs captured before the next
+  // reset() share one memory pool. Throws when capture fails.
+  virtual std::size_t capture(const std::function<void()>& work) = 0;
+  virtual void replay(std::size_t graph) = 0;  // throws when the replay fails
+  virtual void reset() = 0;                    // drops every graph and the pool
+  virtual std::uint64_t pool_bytes() const = 0;  // memory the graphs hold (reported in GPU_mem)
+};
+
+// The backend of this build for `device`: CUDA graphs on a CUDA device; null where there is none
+// (a CPU device or a build without CUDA), with the reason.
+std::unique_ptr<CaptureBackend> make_cuda_graph_backend(int device, std::string& why_not);
+
+// A network as a function of one input tensor: its outputs flattened to a list.
+using NetworkFunction = std::function<std::vector<at::Tensor>(const at::Tensor& input)>;
+
+class GraphedNetwork {
+ public:
+  // Captures `network` at `sample`'s shape: `warmup` forward+backward runs, then the forward and
+  // the backward graph. `parameters`: those the backward graph differentiates (requires_grad).
+  GraphedNetwork(CaptureBackend& backend, NetworkFunction network, std::vector<at::Tensor> parameters, const at::Tensor& sample,
+                 int warmup);
+  // The outputs for `input` (the captured shape): replays the forward graph; their backward
+  // replays the backward graph and accumulates into the parameters' .grad like eager autograd.
+  std::vector<at::Tensor> operator()(const at::Tensor& input);
+
+  struct Static;  // the graphs' fixed tensors and handles
+
+ private:
+  std::shared_ptr<Static> static_;
+};
+
+struct GraphOptions {
+  int capture_after = 3;  // capture on this occurrence of an input shape
+  int warmup = 3;         // warm-up runs before capture
+};
+
+class GraphManager {
+ public:
+  GraphManager(std::unique_ptr<CaptureBackend> backend, GraphOptions options = {});
+
+  // The network's outputs for `input`: eager (`network` itself) until the shape is seen
+  // `capture_after` times, then replayed from the graph for that shape; other shapes stay eager.
+  // `buffers`: the module's buffers (BatchNorm statistics), restored after warm-up and capture.
+  std::vector<at::Tensor> forward(const at::Tensor& input, const NetworkFunction& network,
+                                  const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& buffers);
+
+  // Drops the graph; shapes are counted again. Logs "cuda_graph: capture invalidated (<reason>); will re-capture".
+  void invalidate(const std::string& reason);
+
+  bool disabled() const { return disabled_.has_value(); }
+  const std::optional<std::string>& disabled_reason() const { return disabled_; }
+  bool captured() const { return graph_.has_value(); }
+  std::uint64_t pool_bytes() const { return backend_ ? backend_->pool_bytes() : 0; }
+  struct Counts {
+    std::int64_t eager = 0, captures = 0, replays = 0, eager_after_capture = 0;
+  };
+  const Counts& counts() const { return counts_; }
+
+ private:
+  void disable(const std::string& reason);
+
+  std::unique_ptr<CaptureBackend> backend_;
+  GraphOptions options_;
+  std::map<std::vector<std::int64_t>, int> seen_;
+  std::optional<GraphedNetwork> graph_;
+  std::vector<std::int64_t> graph_shape_;
+  std::optional<std::string> disabled_;
+  Counts counts_;
+};
+
+// Why cuda_graph=true cannot be honoured for this run, or nullopt when it can. The line
+// "cuda_graph=true ignored (<reason>); training runs eager." is logged by the caller.
+struct GraphGateInputs {
+  bool cuda_device = false;
+  bool backend_available = false;
+  std::string backend_missing_reason;
+  bool family_supported = true;
+  std::string family;
+};
+std::optional<std::string> graph_gate_reason(const GraphGateInputs& inputs);
+
+}  // namespace libreyolo::train
