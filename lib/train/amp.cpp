@@ -9,9 +9,11 @@
 
 namespace libreyolo::train {
 
-AutocastGuard::AutocastGuard(c10::DeviceType device, c10::ScalarType dtype, bool enabled)
+AutocastGuard::AutocastGuard(c10::DeviceType device, c10::ScalarType dtype, bool enabled, bool cache)
     : device_(device), enabled_(enabled) {
   if (!enabled_) return;
+  was_caching_ = at::autocast::is_autocast_cache_enabled();
+  at::autocast::set_autocast_cache_enabled(cache);
   was_enabled_ = at::autocast::is_autocast_enabled(device_);
   previous_dtype_ = at::autocast::get_autocast_dtype(device_);
   at::autocast::set_autocast_enabled(device_, true);
@@ -23,6 +25,7 @@ AutocastGuard::~AutocastGuard() {
   at::autocast::set_autocast_enabled(device_, was_enabled_);
   at::autocast::set_autocast_dtype(device_, previous_dtype_);
   at::autocast::clear_cache();
+  at::autocast::set_autocast_cache_enabled(was_caching_);
 }
 
 bool cpu_has_bf16() {

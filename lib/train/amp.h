@@ -16,14 +16,16 @@ namespace libreyolo::train {
 // restores the previous state and clears the cast cache on exit.
 class AutocastGuard {
  public:
-  AutocastGuard(c10::DeviceType device, c10::ScalarType dtype, bool enabled);
+  // `cache`: autocast's cache of cast weights; off while CUDA graphs warm up, capture and replay,
+  // so that all three see the same casts.
+  AutocastGuard(c10::DeviceType device, c10::ScalarType dtype, bool enabled, bool cache = true);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
 
  private:
   c10::DeviceType device_;
-  bool enabled_, was_enabled_ = false;
+  bool enabled_, was_enabled_ = false, was_caching_ = true;
   c10::ScalarType previous_dtype_ = c10::kFloat;
 };
 

@@ -225,6 +225,18 @@ std::vector<at::Tensor> GraphManager::forward(const at::Tensor& input, const Net
   }
 }
 
+namespace {
+std::function<std::unique_ptr<CaptureBackend>()> cpu_backend_for_tests;
+}  // namespace
+
+void set_cpu_capture_backend_for_tests(std::function<std::unique_ptr<CaptureBackend>()> factory) {
+  cpu_backend_for_tests = std::move(factory);
+}
+
+std::unique_ptr<CaptureBackend> make_cpu_capture_backend_for_tests() {
+  return cpu_backend_for_tests ? cpu_backend_for_tests() : nullptr;
+}
+
 std::optional<std::string> graph_gate_reason(const GraphGateInputs& in) {
   if (!in.cuda_device) return std::string("device is not CUDA");
   if (!in.backend_available) return in.backend_missing_reason.empty() ? std::string("no CUDA-graph backend") : in.backend_missing_reason;

@@ -47,6 +47,11 @@ class CaptureBackend {
 // (a CPU device or a build without CUDA), with the reason.
 std::unique_ptr<CaptureBackend> make_cuda_graph_backend(int device, std::string& why_not);
 
+// Tests: a backend for CPU devices (a fake that re-runs the captured work), so that the trainer's
+// graphed path runs end to end on the CPU. Process-wide; empty (the default) means none.
+void set_cpu_capture_backend_for_tests(std::function<std::unique_ptr<CaptureBackend>()> factory);
+std::unique_ptr<CaptureBackend> make_cpu_capture_backend_for_tests();  // null unless one was set
+
 // A network as a function of one input tensor: its outputs flattened to a list.
 using NetworkFunction = std::function<std::vector<at::Tensor>(const at::Tensor& input)>;
 

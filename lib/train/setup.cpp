@@ -89,13 +89,11 @@ c10::Device resolve_device(const std::string& text, std::optional<int> local_ran
   }
 }
 
-void log_ignored_keys(const config::Config& config, const c10::Device& device, bool distributed) {
+void log_ignored_keys(const config::Config& config, bool distributed) {
   for (const auto* spec : config.logged_keys_set()) {
     if (distributed && spec->name == "sync_bn") continue;  // honoured there
-    const bool graph = spec->name == "cuda_graph";
-    log::info("{}={} ignored ({}); {} runs {}", spec->name, config::format_value(config.value(spec->name)),
-              graph && !device.is_cuda() ? std::string_view("device is not CUDA") : spec->why,
-              config.command() == config::command_val ? "validation" : "training", graph ? "eager" : "without it");
+    log::info("{}={} ignored ({}); {} runs without it", spec->name, config::format_value(config.value(spec->name)), spec->why,
+              config.command() == config::command_val ? "validation" : "training");
   }
 }
 
@@ -346,6 +344,25 @@ void restore_resume_state(Training& t, TrainState& state) {
             state.start_batch ? fmt::format(", batch {}/{}", state.start_batch, state.batches_per_epoch) : "");
 }
 
+// cuda_graph=true: a graph manager for the network, or LibreYOLO's one line saying why not.
+void set_up_cuda_graph(Training& t) {
+  if (!t.config.get_bool("cuda_graph")) return;
+  std::string missing;
+  auto backend = t.device.is_cuda() ? make_cuda_graph_backend(t.device.index(), missing) : make_cpu_capture_backend_for_tests();
+  const auto reason = graph_gate_reason({.cuda_device = t.device.is_cuda() || backend != nullptr,
+                                         .backend_available = backend != nullptr,
+                                         .backend_missing_reason = missing,
+                                         .family_supported = true,  // both families' networks are tensors in, tensors out
+                                         .family = std::string(t.family->name())});
+  if (reason) {
+    log::info("cuda_graph=true ignored ({}); training runs eager.", *reason);
+    return;
+  }
+  t.graphs = std::make_unique<GraphManager>(std::move(backend));
+  log::info("cuda_graph: the network's forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; "
+            "the loss, optimizer and EMA stay eager");
+}
+
 }  // namespace
 
 std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state, Collectives* dist) {
@@ -364,7 +381,7 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   t->resume = config.get_text("resume") == "true";
   t->multi_scale = config.get_bool("multi_scale");
 
-  log_ignored_keys(config, t->device, t->world_size() > 1);
+  log_ignored_keys(config, t->world_size() > 1);
   set_up_data(*t);
   set_up_model(*t);
   state.epochs = static_cast<int>(config.get_int("epochs"));
@@ -378,6 +395,7 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   state.reset_epoch_sums();
   set_up_optimizer(*t, state);
   set_up_amp(*t);
+  set_up_cuda_graph(*t);
   if (t->resume) restore_resume_state(*t, state);
   t->apply_schedule(state.optimizer_steps);
 

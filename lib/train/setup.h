@@ -12,6 +12,7 @@
 #include "models/family.h"
 #include "train/amp.h"
 #include "train/collectives.h"
+#include "train/cuda_graph.h"
 #include "train/ema.h"
 #include "train/freeze.h"
 #include "train/schedule.h"
@@ -64,6 +65,7 @@ struct Training {
   bool autocast = false;
   c10::ScalarType amp_dtype = c10::kHalf;
   std::unique_ptr<GradScaler> scaler;
+  std::unique_ptr<GraphManager> graphs;  // cuda_graph=true on a CUDA device; null: eager
   double clip = 0;
 
   std::unique_ptr<eval::Validator> validator;  // null without validation
@@ -91,8 +93,8 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
 void load_run_state(Training& training, TrainState& state, const models::Checkpoint& checkpoint, bool weights);
 
 // One log line for each key the user set that is accepted but not acted on (Support::logged),
-// saying why: "cuda_graph=true ignored (device is not CUDA); training runs eager".
-void log_ignored_keys(const config::Config& config, const c10::Device& device, bool distributed = false);
+// saying why: "rot90=0.5 ignored (...); training runs without it".
+void log_ignored_keys(const config::Config& config, bool distributed = false);
 
 // device= as users write it: auto (first GPU, else CPU), cpu, 0, cuda:1. A list (0,1) is for the
 // data-parallel launcher, which gives each process the list's `local_rank`-th entry; a single

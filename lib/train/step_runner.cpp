@@ -6,12 +6,36 @@
 
 namespace libreyolo::train {
 
+namespace {
+
+// The network's maps (and the PGI branch's after them, one per level as well), through the
+// CUDA-graph manager when there is one.
+std::vector<at::Tensor> network_outputs(Training& t, const at::Tensor& input) {
+  models::DetectionModel& model = t.model();
+  const NetworkFunction network = [&](const at::Tensor& x) {
+    if (!t.use_aux) return model.forward(x);
+    auto [maps, aux_maps] = model.forward_aux(x);
+    maps.insert(maps.end(), aux_maps.begin(), aux_maps.end());
+    return maps;
+  };
+  if (!t.graphs) return network(input);
+  std::vector<at::Tensor> trained;  // frozen layers are not differentiated
+  for (const auto& p : model.module->parameters()) {
+    if (p.requires_grad()) trained.push_back(p);
+  }
+  return t.graphs->forward(input, network, trained, model.module->buffers());
+}
+
+}  // namespace
+
 models::LossTerms EagerStepRunner::forward_and_loss(const at::Tensor& input, const models::TargetBatch& targets) {
   Training& t = training_;
-  AutocastGuard guard(t.device.type(), t.amp_dtype, t.autocast);
+  AutocastGuard guard(t.device.type(), t.amp_dtype, t.autocast, /*cache=*/!t.graphs);
   const models::TrainingLoss& loss = *t.loss;
-  if (!t.use_aux) return loss(t.model().forward(input), targets);
-  const auto [maps, aux_maps] = t.model().forward_aux(input);
+  std::vector<at::Tensor> outputs = network_outputs(t, input);
+  if (!t.use_aux) return loss(outputs, targets);
+  const auto half = static_cast<std::ptrdiff_t>(outputs.size() / 2);
+  const std::vector<at::Tensor> maps(outputs.begin(), outputs.begin() + half), aux_maps(outputs.begin() + half, outputs.end());
   models::LossTerms terms = loss(maps, targets);
   const models::LossTerms aux_terms = loss(aux_maps, targets);
   terms.total = terms.total + t.aux_weight * aux_terms.total;  // LibreYOLO: every term main + w * aux

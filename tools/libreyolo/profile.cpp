@@ -194,6 +194,7 @@ int run_profile(const Arguments& arguments) {
   run_cmd->add_option("--master_port", run.master_port, "rank 0's port (0: a free one on one machine)")->check(CLI::Range(0, 65535));
   run_cmd->add_option("--dist_backend", run.dist_backend, "auto, nccl or gloo")->check(CLI::IsMember({"auto", "nccl", "gloo"}));
   run_cmd->add_option("--sync_bn", run.sync_bn, "true or false (default: the model's)")->check(CLI::IsMember({"true", "false"}));
+  run_cmd->add_flag("--cuda_graph,--cuda-graph", run.cuda_graph, "capture the network in a CUDA graph, as train's cuda_graph=true");
   run_cmd->add_flag("--json", json, "print the profile (or the repeat aggregate) as JSON on stdout");
 
   auto* summary_cmd = app.add_subcommand("summary", "the report of a profile");

@@ -26,6 +26,7 @@ struct ProfileRunOptions {
   int master_port = 0;
   std::string dist_backend = "auto";
   std::string sync_bn;  // empty: the model's default
+  bool cuda_graph = false;  // profile the graphed step (its pool counts in the peak memory)
 };
 
 // Trial folders <project>/prof (one trial) or <project>/prof_1..N, and <project>/profile_repeat.json

@@ -36,7 +36,7 @@ int run_val(const Arguments& arguments) {
                              ? loaded.image_size : config.get_image_size("imgsz").height;
   const data::DetectionDataset dataset(std::move(scan.images), spec.class_count(), image_size, data::CacheMode::none);
   const c10::Device device = train::resolve_device(config.get_text("device"));
-  train::log_ignored_keys(config, device);
+  train::log_ignored_keys(config);
   loaded.model.module->to(device);
   loaded.model.module->eval();
   const eval::Validator validator(dataset, {.family = &models::family(loaded.name.family),

@@ -3,15 +3,23 @@
 // eager training must then agree exactly, which proves the static buffers, the BatchNorm
 // snapshot and the gradient ownership under accumulation; plus LibreYOLO's shape counting,
 // gating, invalidation and fallback.
+#include "core/config.h"
+#include "data/synth.h"
+#include "models/checkpoint.h"
 #include "nn/conv.h"
 #include "train/cuda_graph.h"
+#include "train/trainer.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
+
+#include <unistd.h>
 
 #include "catch.h"  // last: see catch.h
 
@@ -202,4 +210,54 @@ TEST_CASE("graphs: gating reasons", "[graph]") {
   CHECK(make_cuda_graph_backend(0, why) == nullptr);
   CHECK(why == "this build has no CUDA");
 #endif
+}
+
+namespace {
+
+std::map<std::string, at::Tensor> trained_weights(const std::filesystem::path& run) {
+  const auto checkpoint = libreyolo::models::read_checkpoint(run / "weights" / "last.pt");
+  std::map<std::string, at::Tensor> out;
+  for (const auto& entry : checkpoint.extra("train_model")->toGenericDict()) out[entry.key().toStringRef()] = entry.value().toTensor();
+  return out;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("the trainer's graphed path (a fake backend on the CPU) trains the run eager trains, PGI branch and nbs included", "[graph][trainer]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("libreyolo_graph_trainer_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto synth = libreyolo::data::write_synthetic_dataset({.out = dir / "ds", .train_images = 12, .val_images = 2, .image_size = 64});
+  // 3 batches an epoch, 2 epochs, 2 batches per optimizer step; YOLOv9's auxiliary branch on
+  const std::vector<std::string> arguments{"model=yolo9-t", "data=" + synth.yaml.string(), "epochs=2", "batch=4", "nbs=8",
+                                           "imgsz=64", "workers=0", "aux_weight=0.25", "warmup_epochs=0", "val=false",
+                                           "quiet=true", "plots=false", "cuda_graph=true"};
+  const auto config = libreyolo::models::parse_arguments(libreyolo::config::command_train, arguments);
+  FakeBackend::Log log;
+  for (const char* run : {"eager", "graphed"}) {
+    if (std::string(run) == "graphed") {
+      set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
+    }
+    fs::create_directories(dir / run);
+    HookList hooks;
+    run_training(config, dir / run, hooks);
+    set_cpu_capture_backend_for_tests({});
+  }
+  CHECK(log.captures == 2);  // forward and backward, once
+  CHECK(log.replays == 2 * 4);  // batches 3 to 6
+  const auto eager = trained_weights(dir / "eager"), graphed = trained_weights(dir / "graphed");
+  REQUIRE(eager.size() == graphed.size());
+  for (const auto& [name, tensor] : eager) {
+    if (!tensor.is_floating_point()) continue;
+    INFO(name);
+    CHECK(at::allclose(graphed.at(name), tensor, 1e-4, 1e-6));
+  }
+  CHECK(read_text(dir / "graphed" / "train.log").find("cuda_graph: captured training forward/backward at input shape 4x3x64x64") !=
+        std::string::npos);
+  fs::remove_all(dir);
 }
