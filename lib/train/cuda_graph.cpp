@@ -183,15 +183,7 @@ std::vector<at::Tensor> GraphManager::forward(const at::Tensor& input, const Net
       ++counts_.eager_after_capture;
       return network(input);
     }
-    try {
-      auto outputs = (*graph_)(input);
-      ++counts_.replays;
-      return outputs;
-    } catch (const std::exception& error) {
-      disable(fmt::format("graph replay failed: {}", error.what()));
-      ++counts_.eager;
-      return network(input);
-    }
+    return replay(input, network, "graph replay failed");
   }
   if (++seen_[key] < options_.capture_after) {
     ++counts_.eager;
@@ -214,12 +206,16 @@ std::vector<at::Tensor> GraphManager::forward(const at::Tensor& input, const Net
   }
   for (std::size_t i = 0; i < saved.size(); ++i) buffers[i].detach().copy_(saved[i]);
   log::info("cuda_graph: captured training forward/backward at input shape {}", fmt::join(input.sizes(), "x"));
+  return replay(input, network, "first graph replay failed");
+}
+
+std::vector<at::Tensor> GraphManager::replay(const at::Tensor& input, const NetworkFunction& network, const char* failure) {
   try {
     auto outputs = (*graph_)(input);
     ++counts_.replays;
     return outputs;
   } catch (const std::exception& error) {
-    disable(fmt::format("first graph replay failed: {}", error.what()));
+    disable(fmt::format("{}: {}", failure, error.what()));
     ++counts_.eager;
     return network(input);
   }

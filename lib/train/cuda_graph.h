@@ -100,6 +100,8 @@ class GraphManager {
 
  private:
   void disable(const std::string& reason);
+  // The graph's outputs for `input`; on failure the run turns eager ("<failure>: <why>").
+  std::vector<at::Tensor> replay(const at::Tensor& input, const NetworkFunction& network, const char* failure);
 
   std::unique_ptr<CaptureBackend> backend_;
   GraphOptions options_;

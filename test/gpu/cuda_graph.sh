@@ -3,11 +3,7 @@
 # YOLOv9-t with AMP and nbs accumulation, without AMP, and YOLOX-s with AMP; the capture is
 # logged once, at the 3rd batch. Skips (77) without a GPU or coco8.
 . "$(dirname "$0")/../cli/lib.sh"
-gpus=$("$LIBREYOLO" checks --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["gpu_count"])')
-[ "${gpus:-0}" -gt 0 ] || { echo "skipped: no CUDA device"; exit 77; }
-shared="$LIBREYOLO_SOURCE_ROOT/../shared/datasets"
-[ -d "$shared/coco8" ] || { echo "skipped: $shared/coco8 not present"; exit 77; }
-export LIBREYOLO_DATASETS="$shared"
+require_gpu coco8
 python=${LIBREYOLO_PYTHON:-python3}
 compare=$LIBREYOLO_SOURCE_ROOT/test/dist/compare_runs.py
 

@@ -6,8 +6,7 @@
 # without a GPU.
 . "$(dirname "$0")/../cli/lib.sh"
 : "${DIST_SELFTEST:?}"
-gpus=$("$LIBREYOLO" checks --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["gpu_count"])')
-[ "${gpus:-0}" -gt 0 ] || { echo "skipped: no CUDA device"; exit 77; }
+require_gpu
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 port=$(free_port)

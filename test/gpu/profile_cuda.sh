@@ -2,11 +2,7 @@
 # (not "unknown"), peak VRAM from the caching allocator, kernels attributed to forward/backward,
 # and launch->kernel flows in the trace. Skips (77) without a GPU or coco8.
 . "$(dirname "$0")/../cli/lib.sh"
-gpus=$("$LIBREYOLO" checks --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["gpu_count"])')
-[ "${gpus:-0}" -gt 0 ] || { echo "skipped: no CUDA device"; exit 77; }
-shared="$LIBREYOLO_SOURCE_ROOT/../shared/datasets"
-[ -d "$shared/coco8" ] || { echo "skipped: $shared/coco8 not present"; exit 77; }
-export LIBREYOLO_DATASETS="$shared"
+require_gpu coco8
 
 for amp in --amp --no-amp; do
   expect_exit 0 profile run coco8 --device 0 --batch 4 --imgsz 320 --workers 2 --steps 10 --warmup 3 $amp --project "prof$amp" --json
