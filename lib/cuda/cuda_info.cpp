@@ -3,6 +3,7 @@
 #include "build_config.h"
 
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -52,6 +53,12 @@ void synchronize(int device) {
 }
 
 void set_current_device(int device) { c10::cuda::set_device(static_cast<c10::DeviceIndex>(device)); }
+
+std::function<bool()> completion_marker(int device) {
+  auto event = std::make_shared<at::cuda::CUDAEvent>();
+  event->record(c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)));
+  return [event] { return event->query(); };
+}
 
 CudaInfo query_cuda_info() {
   CudaInfo info;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,5 +45,8 @@ AllocatorStats allocator_stats(int device);
 void reset_allocator_peak(int device);
 void synchronize(int device);  // waits for all work on the device; nothing without CUDA
 void set_current_device(int device);  // a data-parallel rank's GPU; nothing without CUDA
+// An event recorded now on `device`'s current stream, as a query: true once the work queued so far
+// (a non_blocking copy) has finished. Always true without CUDA.
+std::function<bool()> completion_marker(int device);
 
 }  // namespace libreyolo::cuda

@@ -8,6 +8,9 @@ AllocatorStats allocator_stats(int) { return {}; }
 void reset_allocator_peak(int) {}
 void synchronize(int) {}
 void set_current_device(int) {}
+std::function<bool()> completion_marker(int) {
+  return [] { return true; };
+}
 
 CudaInfo query_cuda_info() {
   CudaInfo info;

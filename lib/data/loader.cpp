@@ -136,10 +136,23 @@ void Loader::start_epoch(int epoch, std::size_t first_batch) {
   work_ready_.notify_all();
 }
 
+void Loader::release_after(const at::Tensor& images, std::function<bool()> done) {
+  if (!images.defined()) return;
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  for (const auto& buffer : image_buffers_) {  // only the pool's buffers come back
+    if (buffer.data_ptr() == images.data_ptr()) copies_in_flight_[images.data_ptr()] = std::move(done);
+  }
+}
+
 at::Tensor Loader::reusable_images(at::IntArrayRef sizes) {
   std::lock_guard<std::mutex> lock(buffers_mutex_);
   for (const auto& buffer : image_buffers_) {
-    if (buffer.use_count() == 1 && buffer.sizes() == sizes) return buffer;
+    if (buffer.use_count() != 1 || buffer.sizes() != sizes) continue;
+    if (const auto copy = copies_in_flight_.find(buffer.data_ptr()); copy != copies_in_flight_.end()) {
+      if (!copy->second()) continue;  // still being copied from
+      copies_in_flight_.erase(copy);
+    }
+    return buffer;
   }
   at::Tensor buffer = at::empty(sizes, at::TensorOptions().dtype(at::kByte).pinned_memory(options_.pin_memory));
   // the prefetch window plus the batch the trainer holds, and one per worker in flight

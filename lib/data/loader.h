@@ -73,6 +73,11 @@ class Loader {
   // The next batch of the epoch, or nothing when the epoch is done. Rethrows a worker's error.
   std::optional<Batch> next();
 
+  // A batch's images are being read by an asynchronous copy (to a GPU, non_blocking): the buffer is
+  // not handed out again until `done` says the copy has finished. Without it, only a sync in every
+  // step would keep a recycled pinned buffer from being overwritten under the copy.
+  void release_after(const at::Tensor& images, std::function<bool()> done);
+
   std::size_t batches_per_epoch() const;
   // This rank's dataset indices for `epoch`, in batch order.
   std::vector<std::size_t> epoch_order(int epoch) const;
@@ -110,6 +115,7 @@ class Loader {
   // per batch.
   std::mutex buffers_mutex_;
   std::vector<at::Tensor> image_buffers_;
+  std::map<const void*, std::function<bool()>> copies_in_flight_;  // by buffer: whether its copy is done
 };
 
 }  // namespace libreyolo::data

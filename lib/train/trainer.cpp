@@ -497,6 +497,8 @@ void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
     const auto phase = hooks_.phase(Phase::to_device);
     x = network_input(t_, batch.images, state_);
     targets = models::pad_targets(batch.targets, x.size(0), x.size(3), x.size(2)).to(t_.device);
+    // the images were copied non_blocking: their pinned buffer is recycled once the copy is done
+    if (t_.device.is_cuda()) t_.loader->release_after(batch.images, cuda::completion_marker(t_.device.index()));
   }
   const models::LossTerms terms = runner_.run(x, targets, static_cast<double>(window));
   // a float16 loss scaler skips steps with overflowed gradients itself; otherwise they are divergence

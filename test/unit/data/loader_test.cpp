@@ -201,3 +201,30 @@ TEST_CASE("class_balanced weights are LVIS repeat factors", "[loader]") {
   CHECK(weights[3] == Approx(1.0));
   CHECK(weights[4] == Approx(1.0));  // background keeps 1
 }
+
+TEST_CASE("a batch buffer still being copied from is not handed out again", "[loader]") {
+  const auto make = [](std::size_t index, int, std::span<const std::size_t>) {
+    return Sample{cv::Mat(8, 8, CV_8UC3, cv::Scalar::all(static_cast<double>(index))), {}};
+  };
+  Loader loader(make, 8, {.batch_size = 2, .workers = 0, .shuffle = false, .prefetch_batches = 1});
+  loader.start_epoch(0);
+  const void* first = nullptr;
+  bool copy_done = false;
+  {
+    const auto batch = loader.next();
+    REQUIRE(batch);
+    first = batch->images.data_ptr();
+    loader.release_after(batch->images, [&copy_done] { return copy_done; });
+  }  // the consumer lets go of it; the (pretend) copy goes on
+  for (int i = 0; i < 2; ++i) {
+    const auto batch = loader.next();
+    REQUIRE(batch);
+    CHECK(batch->images.data_ptr() != first);  // not reused under the copy
+    CHECK(batch->images[0][0][0][0].item<int>() == 2 + 2 * i);
+  }
+  copy_done = true;  // the copy finished: the pool's first buffer is handed out again
+  const auto batch = loader.next();
+  REQUIRE(batch);
+  CHECK(batch->images.data_ptr() == first);
+  CHECK(batch->images[0][0][0][0].item<int>() == 6);
+}
