@@ -13,10 +13,10 @@ void TrainState::reset_epoch_sums() {
   seen = 0;
 }
 
-void TrainState::add_losses(double total, const std::vector<double>& parts) {
+void TrainState::add_loss_sums(double total, const std::vector<double>& parts, std::int64_t steps) {
   total_sum += total;
   for (std::size_t i = 0; i < parts.size() && i < loss_sums.size(); ++i) loss_sums[i] += parts[i];
-  ++seen;
+  seen += steps;
 }
 
 std::vector<double> TrainState::loss_means() const {

@@ -49,7 +49,8 @@ struct TrainState {
   std::int64_t window_length() const { return std::min(accumulate, batches_per_epoch - window_start()); }
 
   void reset_epoch_sums();
-  void add_losses(double total, const std::vector<double>& parts);
+  // `steps` micro-steps' logged values at once: their sums.
+  void add_loss_sums(double total, const std::vector<double>& parts, std::int64_t steps);
   std::vector<double> loss_means() const;
 
   // Writes epoch / position / best / partial sums into `checkpoint`'s extras; `epoch_done` is the

@@ -13,6 +13,7 @@
 #include "train/run_files.h"
 #include "train/contention.h"
 #include "train/signal_stop.h"
+#include "train/step_losses.h"
 #include "train/step_runner.h"
 #include "train/weight_average.h"
 #include "eval/plots.h"
@@ -191,17 +192,9 @@ at::Tensor network_input(const Training& t, const at::Tensor& images, const Trai
   return x;
 }
 
-// The logged values of a step in one device-to-host transfer (the step's only sync): total first.
-// With `gradients_finite` defined, its value comes last (1 or 0).
-std::vector<double> read_losses(const models::LossTerms& terms, const std::vector<std::string>& names,
-                                const at::Tensor& gradients_finite) {
-  std::vector<at::Tensor> logged{terms.total.detach().reshape({}).to(at::kFloat)};
-  for (const auto& n : names) logged.push_back(terms.part(n).reshape({}).to(at::kFloat));
-  if (gradients_finite.defined()) logged.push_back(gradients_finite.reshape({}).to(at::kFloat));
-  const at::Tensor values = at::stack(logged).cpu();
-  const float* v = values.data_ptr<float>();
-  return {v, v + values.numel()};
-}
+// On a GPU the steps' logged values are read every this many micro-steps (one transfer, the only
+// host sync of the step); between reads the steps queue up without waiting.
+constexpr int kLossReadInterval = 10;
 
 // Whether every gradient is finite, as a device scalar (no sync here).
 at::Tensor gradients_finite(torch::nn::Module& module) {
@@ -352,7 +345,7 @@ class Trainer {
  public:
   Trainer(const config::Config& config, const fs::path& run_dir, HookList& hooks, Collectives* dist)
       : config_(config), run_dir_(run_dir), hooks_(hooks), training_(set_up_training(config, state_, dist)), t_(*training_),
-        record_(t_, state_, hooks_, run_dir), runner_(t_, hooks_),
+        record_(t_, state_, hooks_, run_dir), runner_(t_, hooks_), losses_(t_.device.is_cuda() ? kLossReadInterval : 1),
         progress_(config.get_bool("quiet") || !t_.main_process(), state_.loss_names, static_cast<int>(config.get_int("log_interval")), ::isatty(2) != 0),
         no_aug_epochs_(static_cast<int>(config.get_int("no_aug_epochs"))),
         eval_interval_(static_cast<int>(config.get_int("eval_interval"))),
@@ -400,6 +393,7 @@ class Trainer {
   void begin_epoch();
   void recover(const Divergence& divergence);
   void train_batches();
+  void read_losses(std::int64_t last_batch);
   void micro_step(const data::Batch& batch, EpochClock& clock);
   void carry_out_stop();
   bool end_epoch();
@@ -419,6 +413,7 @@ class Trainer {
   Training& t_;
   RunRecord record_;
   EagerStepRunner runner_;
+  StepLosses losses_;  // the steps' logged values on the device until read
   Progress progress_;
   const int no_aug_epochs_, eval_interval_, save_period_, patience_;
   const std::int64_t precise_bn_;
@@ -483,9 +478,32 @@ void Trainer::train_batches() {
     if (stop_ && (stop_->kind == StopRequest::Kind::finish || window_end)) break;
     stop_.reset();  // an interrupt waits for the end of the accumulation window
   }
+  if (!losses_.empty()) {  // the epoch's (or the stop's) last steps, before anything is written
+    read_losses(state_.batch);
+    shown_.losses = state_.loss_means();
+  }
   if (shown_.total) progress_.finish(shown_);
   state_.epoch_seconds = clock.elapsed();
   state_.data_share = clock.data_share();
+}
+
+// The pending steps' logged values, in one transfer: averaged over the ranks (every rank judges
+// the same numbers), checked for divergence, added to the epoch's means.
+// `last_batch`: the 1-based batch of the epoch the newest pending step trained.
+void Trainer::read_losses(std::int64_t last_batch) {
+  const std::int64_t first = last_batch + 1 - losses_.pending(), last = last_batch;
+  StepLosses::Values read = losses_.read();
+  std::vector<double> values = read.sums;
+  values.push_back(read.gradients_finite ? 1.0 : 0.0);
+  average_over_ranks(t_.dist, values);  // a gradient flag below 1: some rank's gradients are not finite
+  const std::string where = first == last ? fmt::format("at epoch {}, batch {}", state_.epoch + 1, last)
+                                          : fmt::format("at epoch {}, batches {}-{}", state_.epoch + 1, first, last);
+  if (!std::isfinite(values[0])) {
+    throw Divergence(fmt::format("the loss is {} {}", std::isnan(values[0]) ? "nan" : fmt::format("{}", values[0]), where));
+  }
+  if (values.back() < 1) throw Divergence(fmt::format("non-finite gradients {}", where));
+  values.pop_back();
+  state_.add_loss_sums(values[0], {values.begin() + 1, values.end()}, read.steps);
 }
 
 void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
@@ -504,19 +522,10 @@ void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
   // a float16 loss scaler skips steps with overflowed gradients itself; otherwise they are divergence
   const bool window_end = state_.batch + 1 - window_start == window;
   const at::Tensor grads_ok = window_end && !t_.scaler->enabled() ? gradients_finite(*t_.model().module) : at::Tensor();
-  std::vector<double> losses = read_losses(terms, state_.loss_names, grads_ok);
-  average_over_ranks(t_.dist, losses);  // a gradient flag below 1: some rank's gradients are not finite
-  if (!std::isfinite(losses[0])) {
-    throw Divergence(fmt::format("the loss is {} at epoch {}, batch {}", std::isnan(losses[0]) ? "nan" : fmt::format("{}", losses[0]),
-                                 state_.epoch + 1, state_.batch + 1));
-  }
-  if (grads_ok.defined()) {
-    if (losses.back() < 1) throw Divergence(fmt::format("non-finite gradients at epoch {}, batch {}", state_.epoch + 1, state_.batch + 1));
-    losses.pop_back();
-  }
+  losses_.add(terms, state_.loss_names, grads_ok);
+  if (losses_.due()) read_losses(state_.batch + 1);  // before the optimizer step: a divergence read here keeps the weights
   ++state_.batch;
   if (window_end) optimizer_step(t_, state_, hooks_);
-  state_.add_losses(losses[0], {losses.begin() + 1, losses.end()});
   clock.images += x.size(0);
   shown_ = {.epoch = state_.epoch + 1, .epochs = state_.epochs,
             .memory_gb = t_.device.is_cuda() ? cuda::cuda_reserved_bytes(t_.device.index()) / 1e9 : 0.0,
