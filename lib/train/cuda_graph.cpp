@@ -221,6 +221,12 @@ std::vector<at::Tensor> GraphManager::replay(const at::Tensor& input, const Netw
   }
 }
 
+std::size_t RerunBackend::capture(const std::function<void()>& work) {
+  work();  // a capture runs the host code once, as CUDA's does
+  works_.push_back(work);
+  return works_.size() - 1;
+}
+
 namespace {
 std::function<std::unique_ptr<CaptureBackend>()> cpu_backend_for_tests;
 }  // namespace

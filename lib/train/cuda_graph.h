@@ -43,6 +43,21 @@ class CaptureBackend {
   virtual std::uint64_t pool_bytes() const = 0;  // memory the graphs hold (reported in GPU_mem)
 };
 
+// A backend without a GPU: "capturing" keeps the work and each replay runs it again, eagerly.
+// Everything around it (the static tensors, the autograd function, the manager, a DDP reducer's
+// hooks) then runs for real on the CPU: the tests check the graphed path with it.
+class RerunBackend : public CaptureBackend {
+ public:
+  void warm_up(const std::function<void()>& work) override { work(); }
+  std::size_t capture(const std::function<void()>& work) override;
+  void replay(std::size_t graph) override { works_.at(graph)(); }
+  void reset() override { works_.clear(); }
+  std::uint64_t pool_bytes() const override { return 0; }
+
+ private:
+  std::vector<std::function<void()>> works_;
+};
+
 // The backend of this build for `device`: CUDA graphs on a CUDA device; null where there is none
 // (a CPU device or a build without CUDA), with the reason.
 std::unique_ptr<CaptureBackend> make_cuda_graph_backend(int device, std::string& why_not);

@@ -4,6 +4,7 @@
 // its gradient hooks must leave every rank with the mean of the ranks' gradients, for two steps.
 // DIST_SELFTEST_DEVICE=cuda runs the tensor checks on cuda:LOCAL_RANK over NCCL (the gpu suite);
 // CPU tensors (the gathered validation) still go through the group's Gloo backend.
+// The network replayed through GraphedNetwork under the Reducer must give eager DDP's gradients.
 // Prints "rank R/W ok" or exits 1.
 #include "core/error.h"
 #include "dist/gradient_sync.h"
@@ -20,6 +21,7 @@
 #include "models/family.h"
 #include "models/model_name.h"
 #include "models/registry.h"
+#include "train/cuda_graph.h"
 #include "train/sync_batch_norm.h"
 
 #include <ATen/ATen.h>
@@ -109,6 +111,44 @@ bool check_sync_batch_norm(dist::Group& group, int r, int w, const c10::Device& 
   }
   if (!ok) fmt::print(stderr, "rank {}: sync_bn differs from BatchNorm over the {} samples\n", r, per_rank * w);
   return ok;
+}
+
+// DDP and CUDA graphs together: the network replayed through GraphedNetwork (the re-running
+// backend, so on the CPU too) hands its gradients to autograd, the Reducer's hooks average them,
+// and every rank ends with the gradients eager DDP gives, on the rank's own batch.
+bool check_graphed_gradients(dist::Group& group, int r, const c10::Device& device) {
+  namespace train = libreyolo::train;
+  torch::manual_seed(21 + static_cast<std::uint64_t>(r));
+  const at::Tensor mine = at::randn({2, 3, 12, 12}).to(device);
+  std::vector<std::vector<at::Tensor>> grads;
+  for (const bool graphed : {false, true}) {
+    auto net = small_net();
+    net->to(device);
+    net->train();
+    std::vector<at::Tensor> params = net->parameters();
+    const auto reducer = make_reducer(params, group);
+    train::GraphManager manager(std::make_unique<train::RerunBackend>(), {.capture_after = 1, .warmup = 1});
+    const train::NetworkFunction network = [&](const at::Tensor& x) { return std::vector<at::Tensor>{net->forward(x)}; };
+    reducer->prepare_for_forward();
+    const auto outputs = graphed ? manager.forward(mine, network, params, net->buffers()) : network(mine);
+    const at::Tensor loss = outputs[0].square().mean();
+    reducer->prepare_for_backward({loss});
+    loss.backward();
+    if (graphed && manager.counts().replays != 1) {
+      fmt::print(stderr, "rank {}: the graphed step was not replayed\n", r);
+      return false;
+    }
+    grads.emplace_back();
+    for (const auto& p : params) grads.back().push_back(p.grad().detach().cpu());
+  }
+  for (std::size_t i = 0; i < grads[0].size(); ++i) {
+    if (!at::allclose(grads[1][i], grads[0][i], 1e-5, 1e-7)) {
+      fmt::print(stderr, "rank {}: graphed DDP gradient {} differs from eager DDP's by {}\n", r, i,
+                 (grads[1][i] - grads[0][i]).abs().max().item<double>());
+      return false;
+    }
+  }
+  return true;
 }
 
 // Distributed validation: each rank runs every W-th batch and the detections are gathered; the
@@ -228,10 +268,11 @@ int main(int argc, char** argv) {
       }
     }
     if (!check_sync_batch_norm(group, r, w, device)) return 1;
+    if (!check_graphed_gradients(group, r, device)) return 1;
     if (!check_distributed_validation(group, r)) return 1;
     group.group().barrier()->wait();
     fmt::print("rank {}/{} ok ({}, local rank {}, master {}:{}; {} on {}: all-reduce, broadcast, Reducer, GradientSync, sync_bn, "
-               "validation)\n", r, w, env.launcher, env.local_rank, env.master_addr, env.master_port, options.backend, device.str());
+               "graphed DDP, validation)\n", r, w, env.launcher, env.local_rank, env.master_addr, env.master_port, options.backend, device.str());
     return 0;
   } catch (...) {
     return libreyolo::report_error(std::current_exception());
