@@ -11,7 +11,6 @@
 #endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-
 namespace libreyolo::dist {
 
 struct Group::State {
@@ -43,10 +42,6 @@ c10::intrusive_ptr<c10d::Store> open_store(const LaunchEnv& env, std::chrono::se
                                    env.rank, env.master_addr, env.master_port, timeout.count(), first_line));
   }
 }
-
-}  // namespace
-
-namespace {
 
 c10::intrusive_ptr<c10d::Backend> gloo_backend(const c10::intrusive_ptr<c10d::Store>& store, const LaunchEnv& env,
                                                 std::chrono::seconds timeout) {

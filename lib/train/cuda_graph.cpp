@@ -108,8 +108,9 @@ struct GraphedFunction : torch::autograd::Function<GraphedFunction> {
     }
     s.backend->replay(s.backward_graph);
     variable_list result{at::Tensor()};  // the input image needs no gradient; then one per parameter, then the graphs (none)
-    // Fresh tensors: autograd adopts a parameter's first gradient as its .grad, and the static
-    // one would be overwritten by the next replay.
+    // Fresh tensors: autograd adopts a gradient nothing else holds as the parameter's .grad, and a
+    // detached alias of the static one would be overwritten by the next replay (under
+    // accumulation g0 + g1 would become 2 g1; the tests check it).
     for (const auto& g : s.grads) result.push_back(g.defined() ? g.clone() : at::Tensor());
     result.emplace_back();
     return result;
