@@ -9,14 +9,13 @@ Needs a CUDA device and coco128 (or --data); exits 77 without them.
 """
 import argparse
 import json
-import os
 import pathlib
 import statistics
 import subprocess
 import sys
 import tempfile
 
-from machine import OURS, ROOT, cpu_model
+from machine import OURS, cpu_model, require_dataset
 
 
 def gpu_count():
@@ -44,13 +43,11 @@ def main():
     parser.add_argument("--models", default="yolo9-t,yolox-s")
     parser.add_argument("--data", default="coco128")
     args = parser.parse_args()
-    os.environ.setdefault("LIBREYOLO_DATASETS", str(ROOT.parent / "shared" / "datasets"))
     if gpu_count() == 0:
         print("no CUDA device: skipped", file=sys.stderr)
         sys.exit(77)
-    if args.data == "coco128" and not (pathlib.Path(os.environ["LIBREYOLO_DATASETS"]) / "coco128").is_dir():
-        print("coco128 not found: skipped", file=sys.stderr)
-        sys.exit(77)
+    if args.data == "coco128":
+        require_dataset("coco128")
     with tempfile.TemporaryDirectory() as folder:
         work = pathlib.Path(folder)
         for model in args.models.split(","):

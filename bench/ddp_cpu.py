@@ -18,11 +18,10 @@ import os
 import pathlib
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
-from machine import OURS, ROOT, cpu_model
+from machine import OURS, cpu_model, require_dataset
 
 
 def run(work, name, args, threads, nproc, sync_bn):
@@ -64,10 +63,7 @@ def main():
     parser.add_argument("--model", default="yolo9-t")
     parser.add_argument("--profile-steps", type=int, default=10)
     args = parser.parse_args()
-    datasets = pathlib.Path(os.environ.setdefault("LIBREYOLO_DATASETS", str(ROOT.parent / "shared" / "datasets")))
-    if not (datasets / "coco128").is_dir():
-        print(f"coco128 not found under {datasets}: skipped", file=sys.stderr)
-        sys.exit(77)
+    require_dataset("coco128")
     settings = [("1 process x 2 threads", 2, 1, "true"), ("2 processes x 1 thread, sync_bn=true", 1, 2, "true"),
                 ("2 processes x 1 thread, sync_bn=false", 1, 2, "false")]
     with tempfile.TemporaryDirectory() as folder:

@@ -1,6 +1,8 @@
-"""What the Python benches share: where the binary is, and the CPU model every figure names."""
+"""What the Python benches share: where the binary is, the datasets, and the CPU model every figure names."""
+import os
 import pathlib
 import platform
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OURS = ROOT / "build" / "tools" / "libreyolo" / "libreyolo"
@@ -11,3 +13,13 @@ def cpu_model():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return platform.processor()
+
+
+def require_dataset(name):
+    """The datasets folder ($LIBREYOLO_DATASETS, default ../shared/datasets, exported for the binary);
+    exits 77 (skipped) when it has no `name`."""
+    datasets = pathlib.Path(os.environ.setdefault("LIBREYOLO_DATASETS", str(ROOT.parent / "shared" / "datasets")))
+    if not (datasets / name).is_dir():
+        print(f"{name} not found under {datasets}: skipped", file=sys.stderr)
+        sys.exit(77)
+    return datasets

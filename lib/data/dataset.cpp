@@ -42,6 +42,12 @@ fs::path disk_cache_path(const fs::path& image, int image_size) {
 
 namespace {
 RamCachePeers ram_cache_peers;
+
+// (rows, cols) of a record's image once resized so that its long side is `image_size`.
+std::pair<int, int> resized_shape(const ImageRecord& record, int image_size) {
+  const double ratio = static_cast<double>(image_size) / std::max(std::max(record.width, record.height), 1);
+  return {static_cast<int>(std::ceil(record.height * ratio)), static_cast<int>(std::ceil(record.width * ratio))};
+}
 }  // namespace
 
 void set_ram_cache_peers(RamCachePeers peers) {
@@ -59,14 +65,11 @@ DetectionDataset::DetectionDataset(std::vector<ImageRecord> records, int class_c
     : records_(std::move(records)), class_count_(class_count), image_size_(image_size), cache_(cache) {
   static std::atomic<std::uint64_t> next_id{1};
   id_ = next_id++;
-  if (cache_ == CacheMode::ram && ram_cache_peers.copies > 1 && !ram_cache_peers.shared_key.empty() &&
-      share_ram_cache(resized_bytes(), available_memory_bytes())) {
-    return;
-  }
   if (cache_ == CacheMode::ram) {
     const std::uint64_t needed = resized_bytes();
-    const std::uint64_t copies = static_cast<std::uint64_t>(ram_cache_peers.copies);
     const std::uint64_t available = available_memory_bytes();
+    if (ram_cache_peers.copies > 1 && !ram_cache_peers.shared_key.empty() && share_ram_cache(needed, available)) return;
+    const std::uint64_t copies = static_cast<std::uint64_t>(ram_cache_peers.copies);
     const std::string each = copies > 1 ? fmt::format(" in each of the {} processes on this machine", copies) : "";
     // Ultralytics keeps a 50 % safety margin on top of the images themselves.
     if (available > 0 && needed * copies * 3 / 2 > available) {
@@ -103,9 +106,8 @@ bool DetectionDataset::share_ram_cache(std::uint64_t needed, std::uint64_t avail
   std::uint64_t bytes = 0;
   std::size_t fingerprint = std::hash<int>{}(image_size_);
   for (const auto& record : records_) {
-    const double ratio = static_cast<double>(image_size_) / std::max(std::max(record.width, record.height), 1);
-    const int rows = std::min(static_cast<int>(std::ceil(record.height * ratio)) + 1, image_size_);
-    const int cols = std::min(static_cast<int>(std::ceil(record.width * ratio)) + 1, image_size_);
+    const auto [resized_rows, resized_cols] = resized_shape(record, image_size_);
+    const int rows = std::min(resized_rows + 1, image_size_), cols = std::min(resized_cols + 1, image_size_);
     capacity.emplace_back(rows, cols);
     bytes += static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * 3;
     fingerprint = fingerprint * 31 + std::hash<std::string>{}(record.image.string());
@@ -147,9 +149,8 @@ bool DetectionDataset::share_ram_cache(std::uint64_t needed, std::uint64_t avail
 std::uint64_t DetectionDataset::resized_bytes() const {
   std::uint64_t total = 0;
   for (const auto& record : records_) {
-    const double ratio = static_cast<double>(image_size_) / std::max(record.width, record.height);
-    total += static_cast<std::uint64_t>(std::ceil(record.width * ratio)) *
-             static_cast<std::uint64_t>(std::ceil(record.height * ratio)) * 3;
+    const auto [rows, cols] = resized_shape(record, image_size_);
+    total += static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * 3;
   }
   return total;
 }

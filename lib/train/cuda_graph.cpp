@@ -171,7 +171,7 @@ void GraphManager::invalidate(const std::string& reason) {
 }
 
 std::vector<at::Tensor> GraphManager::forward(const at::Tensor& input, const NetworkFunction& network,
-                                              const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& buffers) {
+                                              const std::function<CaptureTensors()>& capture_tensors) {
   if (disabled_) {
     ++counts_.eager;
     return network(input);
@@ -192,10 +192,12 @@ std::vector<at::Tensor> GraphManager::forward(const at::Tensor& input, const Net
   }
   // Warm-up and capture run the network without training on the batch: its BatchNorm statistics
   // come back as they were, so that the run matches eager.
+  const CaptureTensors tensors = capture_tensors();
+  const std::vector<at::Tensor>& buffers = tensors.buffers;
   std::vector<at::Tensor> saved;
   try {
     for (const auto& b : buffers) saved.push_back(b.detach().clone());
-    graph_.emplace(*backend_, network, parameters, input, options_.warmup);
+    graph_.emplace(*backend_, network, tensors.parameters, input, options_.warmup);
     graph_shape_ = key;
     ++counts_.captures;
   } catch (const std::exception& error) {

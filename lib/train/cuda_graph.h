@@ -86,6 +86,12 @@ class GraphedNetwork {
   std::shared_ptr<Static> static_;
 };
 
+// What a capture needs besides the network: the parameters its backward differentiates
+// (requires_grad) and the module's buffers (BatchNorm statistics, restored after warm-up and capture).
+struct CaptureTensors {
+  std::vector<at::Tensor> parameters, buffers;
+};
+
 struct GraphOptions {
   int capture_after = 3;  // capture on this occurrence of an input shape
   int warmup = 3;         // warm-up runs before capture
@@ -97,9 +103,9 @@ class GraphManager {
 
   // The network's outputs for `input`: eager (`network` itself) until the shape is seen
   // `capture_after` times, then replayed from the graph for that shape; other shapes stay eager.
-  // `buffers`: the module's buffers (BatchNorm statistics), restored after warm-up and capture.
+  // `capture_tensors` is called only when a capture happens (not on every step).
   std::vector<at::Tensor> forward(const at::Tensor& input, const NetworkFunction& network,
-                                  const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& buffers);
+                                  const std::function<CaptureTensors()>& capture_tensors);
 
   // Drops the graph; shapes are counted again. Logs "cuda_graph: capture invalidated (<reason>); will re-capture".
   void invalidate(const std::string& reason);

@@ -19,11 +19,13 @@ std::vector<at::Tensor> network_outputs(Training& t, const at::Tensor& input) {
     return maps;
   };
   if (!t.graphs) return network(input);
-  std::vector<at::Tensor> trained;  // frozen layers are not differentiated
-  for (const auto& p : model.module->parameters()) {
-    if (p.requires_grad()) trained.push_back(p);
-  }
-  return t.graphs->forward(input, network, trained, model.module->buffers());
+  return t.graphs->forward(input, network, [&model] {
+    CaptureTensors tensors{.parameters = {}, .buffers = model.module->buffers()};
+    for (const auto& p : model.module->parameters()) {
+      if (p.requires_grad()) tensors.parameters.push_back(p);  // frozen layers are not differentiated
+    }
+    return tensors;
+  });
 }
 
 }  // namespace

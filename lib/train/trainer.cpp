@@ -304,9 +304,9 @@ void check_weights_agree(Collectives* dist, torch::nn::Module& module, int epoch
   if (!dist) return;
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> sums;
-  for (const auto& p : module.parameters()) sums.push_back(p.detach().to(at::kDouble).sum().cpu());
+  for (const auto& p : module.parameters()) sums.push_back(p.detach().to(at::kDouble).sum());
   if (sums.empty()) return;
-  const double local = at::stack(sums).sum().item<double>();
+  const double local = at::stack(sums).sum().item<double>();  // one transfer, not one per tensor
   at::Tensor range = at::tensor({local, -local}, at::kDouble);
   dist->max(range);
   const double high = range[0].item<double>(), low = -range[1].item<double>();

@@ -130,7 +130,8 @@ bool check_graphed_gradients(dist::Group& group, int r, const c10::Device& devic
     train::GraphManager manager(std::make_unique<train::RerunBackend>(), {.capture_after = 1, .warmup = 1});
     const train::NetworkFunction network = [&](const at::Tensor& x) { return std::vector<at::Tensor>{net->forward(x)}; };
     reducer->prepare_for_forward();
-    const auto outputs = graphed ? manager.forward(mine, network, params, net->buffers()) : network(mine);
+    const auto capture = [&] { return train::CaptureTensors{.parameters = params, .buffers = net->buffers()}; };
+    const auto outputs = graphed ? manager.forward(mine, network, capture) : network(mine);
     const at::Tensor loss = outputs[0].square().mean();
     reducer->prepare_for_backward({loss});
     loss.backward();

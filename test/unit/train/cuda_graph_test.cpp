@@ -78,6 +78,7 @@ struct Net {
     return all;
   }
   std::vector<at::Tensor> buffers() { return body->buffers(); }
+  CaptureTensors capture_tensors() { return {.parameters = parameters(), .buffers = buffers()}; }
   void train() { body->train(); }
 };
 
@@ -100,7 +101,7 @@ Trained train(GraphManager* manager, int steps, int accumulate, int odd_every = 
     const std::int64_t batch = odd_every > 0 && step % odd_every == odd_every - 1 ? 3 : 4;
     const at::Tensor x = at::randn({batch, 3, 16, 16});
     if (step % accumulate == 0) sgd.zero_grad(/*set_to_none=*/true);
-    const auto outputs = manager ? manager->forward(x, network, net.parameters(), net.buffers()) : network(x);
+    const auto outputs = manager ? manager->forward(x, network, [&] { return net.capture_tensors(); }) : network(x);
     const at::Tensor loss = loss_of(outputs) / accumulate;
     loss.backward();
     out.losses.push_back(loss.item<double>());
@@ -176,14 +177,14 @@ TEST_CASE("graphs: invalidate drops the graph and counts shapes again", "[graph]
   net.train();
   const NetworkFunction network = [&](const at::Tensor& x) { return net.forward(x); };
   const at::Tensor x = at::randn({2, 3, 16, 16});
-  for (int i = 0; i < 3; ++i) loss_of(manager.forward(x, network, net.parameters(), net.buffers())).backward();
+  for (int i = 0; i < 3; ++i) loss_of(manager.forward(x, network, [&] { return net.capture_tensors(); })).backward();
   CHECK(manager.captured());
   manager.invalidate("YOLOX enabled the L1 branch");
   CHECK_FALSE(manager.captured());
   CHECK(log.resets == 1);
-  for (int i = 0; i < 2; ++i) loss_of(manager.forward(x, network, net.parameters(), net.buffers())).backward();
+  for (int i = 0; i < 2; ++i) loss_of(manager.forward(x, network, [&] { return net.capture_tensors(); })).backward();
   CHECK_FALSE(manager.captured());  // the threshold applies again
-  loss_of(manager.forward(x, network, net.parameters(), net.buffers())).backward();
+  loss_of(manager.forward(x, network, [&] { return net.capture_tensors(); })).backward();
   CHECK(manager.captured());
   CHECK(manager.counts().captures == 2);
   CHECK(manager.pool_bytes() == 4096);
