@@ -1,5 +1,7 @@
 #include "train/amp.h"
 
+#include "train/capturable_optimizer.h"
+
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 
@@ -84,15 +86,25 @@ void GradScaler::unscale(torch::optim::Optimizer& optimizer) {
   unscaled_ = true;
 }
 
-bool GradScaler::step(torch::optim::Optimizer& optimizer) {
+at::Tensor GradScaler::step(torch::optim::Optimizer& optimizer, bool stage) {
+  if (auto* capturable = dynamic_cast<CapturableOptimizer*>(&optimizer)) {
+    if (stage) capturable->stage();
+    if (!enabled_) {
+      capturable->apply({});
+      return at::ones({}, at::kBool);
+    }
+    unscale(optimizer);
+    capturable->apply(found_inf_);  // a step with overflowed gradients is masked on the device
+    return found_inf_.eq(0);
+  }
   if (!enabled_) {
     optimizer.step();
-    return true;
+    return at::ones({}, at::kBool);
   }
   unscale(optimizer);
   const bool finite = found_inf_.item<float>() == 0.0f;  // one sync per optimizer step, as PyTorch's
   if (finite) optimizer.step();
-  return finite;
+  return at::scalar_tensor(finite, at::kBool);
 }
 
 void GradScaler::update() {

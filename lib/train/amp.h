@@ -45,8 +45,12 @@ class GradScaler {
   at::Tensor scale(const at::Tensor& loss);  // loss × scale (identity when disabled)
   // Divides the gradients by the scale in place (once per step) and records whether any is inf/NaN.
   void unscale(torch::optim::Optimizer& optimizer);
-  // Steps unless the gradients held inf/NaN. Returns whether it stepped.
-  bool step(torch::optim::Optimizer& optimizer);
+  // Steps unless the gradients held inf/NaN. Returns whether it stepped, as a bool scalar on the
+  // gradients' device. A CapturableOptimizer masks the skipped step on the device (no host sync;
+  // capturable with the unscale and update()); another optimizer costs one sync to decide.
+  // `stage`: false when the caller has staged the optimizer's hyperparameters itself (eagerly,
+  // before a graph replays this step).
+  at::Tensor step(torch::optim::Optimizer& optimizer, bool stage = true);
   // Grows the scale after growth_interval clean steps, backs it off after an inf/NaN step.
   void update();
   double current_scale() const;

@@ -1,6 +1,7 @@
 #include "train/optimizer.h"
 
 #include "core/error.h"
+#include "train/capturable_optimizer.h"
 
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/optim/adam.h>
@@ -66,15 +67,15 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const ParameterGroups& g
   }
   if (o.name == "sgd") {
     const auto base = torch::optim::SGDOptions(o.lr0).momentum(o.momentum).nesterov(o.nesterov);
-    return std::make_unique<torch::optim::SGD>(make_groups(groups, base, o.weight_decay), base);
+    return std::make_unique<ForeachSGD>(make_groups(groups, base, o.weight_decay), base);
   }
   if (o.name == "adam") {
     const auto base = torch::optim::AdamOptions(o.lr0);
-    return std::make_unique<torch::optim::Adam>(make_groups(groups, base, o.weight_decay), base);
+    return std::make_unique<ForeachAdam>(make_groups(groups, base, o.weight_decay), base);
   }
   if (o.name == "adamw") {
     const auto base = torch::optim::AdamWOptions(o.lr0);
-    return std::make_unique<torch::optim::AdamW>(make_groups(groups, base, o.weight_decay), base);
+    return std::make_unique<ForeachAdamW>(make_groups(groups, base, o.weight_decay), base);
   }
   throw UsageError(fmt::format("optimizer={} is not one of sgd, adam, adamw", o.name));
 }
@@ -99,7 +100,8 @@ c10::impl::GenericDict new_dict() { return c10::impl::GenericDict(c10::AnyType::
 
 }  // namespace
 
-c10::IValue optimizer_state(const torch::optim::Optimizer& optimizer) {
+c10::IValue optimizer_state(torch::optim::Optimizer& optimizer) {
+  if (auto* capturable = dynamic_cast<CapturableOptimizer*>(&optimizer)) capturable->write_back();
   c10::impl::GenericDict state = new_dict();
   c10::impl::GenericList groups(c10::AnyType::get());
   std::int64_t index = 0;
@@ -196,6 +198,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const c10::IValue&
       }
     }
   }
+  if (auto* capturable = dynamic_cast<CapturableOptimizer*>(&optimizer)) capturable->state_loaded();
 }
 
 }  // namespace libreyolo::train

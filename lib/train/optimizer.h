@@ -29,7 +29,8 @@ struct OptimizerOptions {
   double weight_decay = 5e-4;
 };
 
-// Groups in the order pg0, pg1, pg2 (empty ones left out). Throws UsageError for an unknown name.
+// Groups in the order pg0, pg1, pg2 (empty ones left out), on the capturable optimizers of
+// capturable_optimizer.h. Throws UsageError for an unknown name.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const ParameterGroups& groups, const OptimizerOptions& options);
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
@@ -39,7 +40,7 @@ double learning_rate(const torch::optim::Optimizer& optimizer, std::size_t group
 // The optimizer's state in torch.optim's state_dict layout ({"state": {index: {momentum_buffer |
 // step, exp_avg, exp_avg_sq}}, "param_groups": [{lr, momentum, ..., params: [index...]}]}), with
 // parameters numbered across groups in order, as PyTorch does. Loading checks the layout matches.
-c10::IValue optimizer_state(const torch::optim::Optimizer& optimizer);
+c10::IValue optimizer_state(torch::optim::Optimizer& optimizer);
 void load_optimizer_state(torch::optim::Optimizer& optimizer, const c10::IValue& state);
 
 }  // namespace libreyolo::train

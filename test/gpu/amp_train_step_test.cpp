@@ -42,7 +42,7 @@ int main() {
       }
       optimizer->zero_grad();
       scaler.scale(loss).backward();
-      const bool stepped = scaler.step(*optimizer);
+      const bool stepped = scaler.step(*optimizer).item<bool>();
       scaler.update();
       const double value = loss.item<double>();
       const bool moved = !at::equal(before, model.module->parameters()[0].detach());

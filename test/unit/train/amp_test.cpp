@@ -24,13 +24,13 @@ TEST_CASE("GradScaler unscales gradients, steps on finite ones and grows after t
   GradScaler scaler(true, /*init_scale=*/8.0, /*growth=*/2.0, /*backoff=*/0.5, /*interval=*/2);
   CHECK(scaler.scale(torch::tensor(1.5f)).item<float>() == 12.0f);
   p.set_grad(8.0f, 16.0f);  // as if the loss had been scaled by 8
-  CHECK(scaler.step(p.sgd));
+  CHECK(scaler.step(p.sgd).item<bool>());
   CHECK(at::allclose(p.w.grad(), torch::tensor({1.0f, 2.0f})));    // unscaled in place
   CHECK(at::allclose(p.w.detach(), torch::tensor({0.9f, 0.8f})));  // the step used the true gradient
   scaler.update();
   CHECK(scaler.current_scale() == 8.0);  // one clean step of two
   p.set_grad(8.0f, 8.0f);
-  CHECK(scaler.step(p.sgd));
+  CHECK(scaler.step(p.sgd).item<bool>());
   scaler.update();
   CHECK(scaler.current_scale() == 16.0);  // grown after two clean steps
   CHECK(scaler.state().growth_tracker == 0);
@@ -41,7 +41,7 @@ TEST_CASE("GradScaler skips the step and backs off on inf or NaN gradients", "[a
     OneParameter p;
     GradScaler scaler(true, 8.0, 2.0, 0.5, 2);
     p.set_grad(1.0f, bad);
-    CHECK_FALSE(scaler.step(p.sgd));
+    CHECK_FALSE(scaler.step(p.sgd).item<bool>());
     CHECK(at::allclose(p.w.detach(), torch::ones({2})));  // untouched
     scaler.update();
     CHECK(scaler.current_scale() == 4.0);
@@ -58,7 +58,7 @@ TEST_CASE("GradScaler state round-trips and a disabled scaler is the identity", 
   OneParameter p;
   CHECK(off.scale(torch::tensor(3.0f)).item<float>() == 3.0f);
   p.set_grad(1.0f, 1.0f);
-  CHECK(off.step(p.sgd));
+  CHECK(off.step(p.sgd).item<bool>());
   CHECK(off.current_scale() == 1.0);
 }
 

@@ -1,0 +1,194 @@
+// The capturable optimizers against torch::optim's own SGD, Adam and AdamW: the same groups, the
+// same gradients and a schedule that changes lr and momentum every step give the same weights and
+// state; a masked (overflowed) step changes nothing; the state round-trips through checkpoints.
+#include "train/amp.h"
+#include "train/capturable_optimizer.h"
+#include "train/optimizer.h"
+
+#include <torch/torch.h>
+
+#include <limits>
+
+#include "catch.h"  // last: see catch.h
+
+using namespace libreyolo::train;
+
+namespace {
+
+// Three groups as make_optimizer forms them (no decay, decay, no decay), of odd shapes.
+struct Weights {
+  std::vector<at::Tensor> bn, weights, biases;
+  explicit Weights(std::uint64_t seed) {
+    torch::manual_seed(seed);
+    bn = {torch::randn({8}), torch::randn({5})};
+    weights = {torch::randn({4, 3, 3, 3}), torch::randn({7, 5})};
+    biases = {torch::randn({4}), torch::randn({7})};
+    for (auto* list : {&bn, &weights, &biases}) for (auto& t : *list) t.set_requires_grad(true);
+  }
+  std::vector<at::Tensor> all() const {
+    std::vector<at::Tensor> out = bn;
+    out.insert(out.end(), weights.begin(), weights.end());
+    out.insert(out.end(), biases.begin(), biases.end());
+    return out;
+  }
+  ParameterGroups groups() const {
+    ParameterGroups g;
+    g.bn = bn;
+    g.weights = weights;
+    g.biases = biases;
+    return g;
+  }
+};
+
+template <typename Options>
+std::vector<torch::optim::OptimizerParamGroup> torch_groups(const Weights& w, const Options& base, double decay) {
+  std::vector<torch::optim::OptimizerParamGroup> out;
+  for (const auto& [params, d] : {std::pair{w.bn, 0.0}, std::pair{w.weights, decay}, std::pair{w.biases, 0.0}}) {
+    auto options = std::make_unique<Options>(base);
+    options->weight_decay(d);
+    out.emplace_back(params, std::move(options));
+  }
+  return out;
+}
+
+std::unique_ptr<torch::optim::Optimizer> reference(const Weights& w, const OptimizerOptions& o) {
+  if (o.name == "sgd") {
+    const auto base = torch::optim::SGDOptions(o.lr0).momentum(o.momentum).nesterov(o.nesterov);
+    return std::make_unique<torch::optim::SGD>(torch_groups(w, base, o.weight_decay), base);
+  }
+  if (o.name == "adam") {
+    const auto base = torch::optim::AdamOptions(o.lr0);
+    return std::make_unique<torch::optim::Adam>(torch_groups(w, base, o.weight_decay), base);
+  }
+  const auto base = torch::optim::AdamWOptions(o.lr0);
+  return std::make_unique<torch::optim::AdamW>(torch_groups(w, base, o.weight_decay), base);
+}
+
+void set_gradients(const Weights& w, int step) {
+  torch::manual_seed(1000 + step);
+  for (auto p : w.all()) p.mutable_grad() = torch::randn_like(p);
+}
+
+double max_difference(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>());
+  return worst;
+}
+
+// float32 ulps: the bias corrections are computed in float on the device, PyTorch's in double on the host
+bool close(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!at::allclose(a[i], b[i], /*rtol=*/1e-5, /*atol=*/1e-6)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("Capturable SGD, Adam and AdamW step like torch::optim's under a changing schedule", "[optimizer]") {
+  for (const char* name : {"sgd", "adam", "adamw"}) {
+    for (const bool nesterov : {true, false}) {
+      if (std::string(name) != "sgd" && !nesterov) continue;
+      const OptimizerOptions options{.name = name, .lr0 = 0.01, .momentum = 0.9, .nesterov = nesterov, .weight_decay = 0.05};
+      const Weights ours(7), theirs(7);
+      auto optimizer = make_optimizer(ours.groups(), options);
+      REQUIRE(dynamic_cast<CapturableOptimizer*>(optimizer.get()) != nullptr);
+      auto expected = reference(theirs, options);
+      for (int step = 0; step < 6; ++step) {
+        set_gradients(ours, step);
+        set_gradients(theirs, step);
+        for (auto* o : {optimizer.get(), expected.get()}) {  // warm-up-like: every step its own lr and momentum
+          set_learning_rate(*o, 0.01 * (step + 1));
+          set_momentum(*o, 0.8 + 0.02 * step);
+        }
+        optimizer->step();
+        expected->step();
+      }
+      INFO(name << " nesterov " << nesterov << ": largest difference " << max_difference(ours.all(), theirs.all()));
+      CHECK(close(ours.all(), theirs.all()));
+      // the state in torch.optim's layout is the same too (Adam's step count written back)
+      const auto a = optimizer_state(*optimizer).toGenericDict().at("state").toGenericDict();
+      const auto b = optimizer_state(*expected).toGenericDict().at("state").toGenericDict();
+      REQUIRE(a.size() == b.size());
+      for (const auto& entry : b) {
+        const auto ours_entry = a.at(entry.key()).toGenericDict();
+        for (const auto& field : entry.value().toGenericDict()) {
+          CHECK(at::allclose(ours_entry.at(field.key()).toTensor(), field.value().toTensor(), 1e-5, 1e-6));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("A masked step changes no weight, buffer or count; the next clean step goes on as if it never ran", "[optimizer]") {
+  for (const char* name : {"sgd", "adam", "adamw"}) {
+    INFO(name);
+    const OptimizerOptions options{.name = name, .lr0 = 0.01, .momentum = 0.9, .nesterov = true, .weight_decay = 0.05};
+    const Weights ours(3), theirs(3);
+    auto optimizer = make_optimizer(ours.groups(), options);
+    auto expected = make_optimizer(theirs.groups(), options);
+    auto& capturable = dynamic_cast<CapturableOptimizer&>(*optimizer);
+    const at::Tensor overflow = torch::ones({}), clean = torch::zeros({});
+    for (const bool first_skipped : {true, false}) {
+      set_gradients(ours, first_skipped ? 0 : 1);
+      const std::vector<at::Tensor> before = [&] {
+        std::vector<at::Tensor> out;
+        for (const auto& p : ours.all()) out.push_back(p.detach().clone());
+        return out;
+      }();
+      ours.weights[0].mutable_grad()[0][0][0][0] = std::numeric_limits<float>::infinity();
+      capturable.stage();
+      capturable.apply(overflow);  // a first step that is skipped (no state yet) and a later one
+      CHECK(max_difference(ours.all(), before) == 0);
+      set_gradients(ours, first_skipped ? 0 : 1);
+      set_gradients(theirs, first_skipped ? 0 : 1);
+      capturable.stage();
+      capturable.apply(clean);
+      expected->step();
+      CHECK(close(ours.all(), theirs.all()));
+    }
+  }
+}
+
+TEST_CASE("GradScaler over a capturable optimizer decides the skip on the device", "[optimizer][amp]") {
+  const Weights w(5);
+  auto optimizer = make_optimizer(w.groups(), {.name = "sgd", .lr0 = 0.1, .momentum = 0.9, .nesterov = true, .weight_decay = 0});
+  GradScaler scaler(true, 8.0, 2.0, 0.5, 2);
+  (void)scaler.scale(torch::ones({}));
+  set_gradients(w, 0);
+  const at::Tensor before = w.weights[1].detach().clone();
+  w.weights[1].mutable_grad()[0][0] = std::numeric_limits<float>::quiet_NaN();
+  const at::Tensor stepped = scaler.step(*optimizer);
+  scaler.update();
+  CHECK_FALSE(stepped.item<bool>());
+  CHECK(at::equal(w.weights[1].detach(), before));
+  CHECK(scaler.current_scale() == 4.0);
+  set_gradients(w, 1);
+  CHECK(scaler.step(*optimizer).item<bool>());
+  scaler.update();
+  CHECK_FALSE(at::equal(w.weights[1].detach(), before));
+}
+
+TEST_CASE("Adam's device step count survives a checkpoint round trip", "[optimizer]") {
+  const Weights a(9), b(9);
+  const OptimizerOptions options{.name = "adamw", .lr0 = 0.001, .weight_decay = 0.01};
+  auto first = make_optimizer(a.groups(), options);
+  for (int step = 0; step < 3; ++step) {
+    set_gradients(a, step);
+    first->step();
+  }
+  const c10::IValue saved = optimizer_state(*first);
+  auto second = make_optimizer(b.groups(), options);
+  for (std::size_t i = 0; i < a.all().size(); ++i) {
+    at::NoGradGuard no_grad;
+    b.all()[i].copy_(a.all()[i]);
+  }
+  load_optimizer_state(*second, saved);
+  set_gradients(a, 3);
+  set_gradients(b, 3);
+  first->step();
+  second->step();
+  CHECK(max_difference(a.all(), b.all()) == 0);  // step 4's bias correction on both
+  const auto state = optimizer_state(*second).toGenericDict().at("state").toGenericDict();
+  CHECK(state.at(0).toGenericDict().at("step").toTensor().item<double>() == 4.0);
+}
