@@ -1,7 +1,8 @@
 """CUDA-graph training on a GPU: the profiled step eager against graphed (`libreyolo profile run
---cuda_graph`), YOLOv9-t and YOLOX-s at batch 8 and imgsz 640 with float16 AMP. Prints one JSON
-line per model: the median real step time of each mode over --repeat trials, the speed-up, the
-kernel launches per step, peak VRAM (the graph's pool included) and the verdict before and after.
+--cuda_graph`) at each boundary: the network's forward and backward (`network`, LibreYOLO's) and
+the optimizer step as well (`step`), YOLOv9-t and YOLOX-s at batch 8 and imgsz 640 with float16
+AMP. Prints one JSON line per model: the median real step time of each mode over --repeat trials,
+the speed-ups, the kernel launches per step, peak VRAM (the graphs' pool included) and the verdicts.
 
     python3 bench/cuda_graph.py [--repeat 3] [--batch 8] [--imgsz 640] [--models yolo9-t,yolox-s]
 
@@ -23,15 +24,18 @@ def gpu_count():
     return json.loads(done.stdout).get("gpu_count", 0) if done.returncode == 0 else 0
 
 
-def profile(work, args, model, graphed, trial):
+MODES = ("eager", "network", "step")
+
+
+def profile(work, args, model, mode, trial):
     command = [str(OURS), "profile", "run", args.data, "--model", model, "--batch", str(args.batch), "--imgsz",
                str(args.imgsz), "--workers", "8", "--amp", "--device", "0", "--steps", "20", "--warmup", "8",
-               "--project", str(work / f"{model}_{int(graphed)}_{trial}"), "--json"]
-    if graphed:
-        command.append("--cuda_graph")
+               "--project", str(work / f"{model}_{mode}_{trial}"), "--json"]
+    if mode != "eager":
+        command += ["--cuda_graph", "--cuda_graph_scope", mode]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
-        raise SystemExit(f"{model} graphed={graphed} failed ({done.returncode}): {done.stderr[-2000:]}")
+        raise SystemExit(f"{model} {mode} failed ({done.returncode}): {done.stderr[-2000:]}")
     return json.loads(done.stdout), done.stderr
 
 
@@ -51,26 +55,28 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         work = pathlib.Path(folder)
         for model in args.models.split(","):
-            runs = {False: [], True: []}
-            captured = True
-            for trial in range(args.repeat):  # interleaved: drift hits both modes alike
-                for graphed in (False, True):
-                    p, log = profile(work, args, model, graphed, trial)
-                    runs[graphed].append(p)
-                    if graphed and "captured training forward/backward" not in log:
-                        captured = False
-            step = {g: statistics.median(p["step_ms"] for p in runs[g]) for g in runs}
-            last = {g: runs[g][-1] for g in runs}
+            runs = {mode: [] for mode in MODES}
+            captured = {"network": True, "step": True}
+            for trial in range(args.repeat):  # interleaved: drift hits every mode alike
+                for mode in MODES:
+                    p, log = profile(work, args, model, mode, trial)
+                    runs[mode].append(p)
+                    if mode != "eager" and "captured training forward/backward" not in log:
+                        captured[mode] = False
+                    if mode == "step" and "captured the optimizer step" not in log:
+                        captured[mode] = False
+            step = {m: statistics.median(p["step_ms"] for p in runs[m]) for m in MODES}
+            last = {m: runs[m][-1] for m in MODES}
             print(json.dumps({
                 "model": model, "batch": args.batch, "imgsz": args.imgsz, "amp": "float16", "repeat": args.repeat,
-                "gpu": last[False]["config"].get("device"), "cpu": cpu_model(),
-                "step_ms_eager": round(step[False], 2), "step_ms_graphed": round(step[True], 2),
-                "speedup": round(step[False] / step[True], 3), "captured": captured,
-                "launches_per_step": {"eager": last[False].get("launches_per_step"), "graphed": last[True].get("launches_per_step")},
-                "peak_vram_mb": {"eager": last[False].get("peak_vram_mb"), "graphed": last[True].get("peak_vram_mb")},
-                "bound": {"eager": last[False].get("bound"), "graphed": last[True].get("bound")},
+                "gpu": last["eager"]["config"].get("device"), "cpu": cpu_model(),
+                "step_ms": {m: round(step[m], 2) for m in MODES},
+                "speedup": {m: round(step["eager"] / step[m], 3) for m in MODES if m != "eager"},
+                "captured": captured,
+                "launches_per_step": {m: last[m].get("launches_per_step") for m in MODES},
+                "peak_vram_mb": {m: last[m].get("peak_vram_mb") for m in MODES},
+                "bound": {m: last[m].get("bound") for m in MODES},
             }), flush=True)
-
 
 if __name__ == "__main__":
     main()

@@ -86,6 +86,10 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
      .help = "capture the network's forward and backward in a CUDA graph on the 3rd batch of a shape (loss, optimizer and EMA "
              "stay eager); other shapes run eager, and a CPU device or a failed capture says so in one log line",
      .commands = train_profile, .support = S::honoured},
+    {.name = "cuda_graph_scope", .type = T::choice, .default_value = "network", .group = "loop",
+     .help = "with cuda_graph=true: network = the forward and backward (LibreYOLO's boundary); step = also the optimizer "
+             "step (unscale, clipping, the update, the loss scale, EMA) as a second graph, its lr and momentum in device tensors",
+     .commands = train_profile, .choices = "network step", .support = S::honoured},
     {.name = "channels_last", .type = T::choice, .default_value = "auto", .group = "loop",
      .help = "convolution weights and images channels-last (NHWC) in training; auto = on for YOLOv9 on the CPU "
              "(oneDNN: 25% faster steps at 160 px, 4% at 640), off for YOLOX (17% slower at 640) and on CUDA",

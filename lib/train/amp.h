@@ -43,6 +43,9 @@ class GradScaler {
                       double backoff_factor = 0.5, std::int64_t growth_interval = 2000);
   bool enabled() const { return enabled_; }
   at::Tensor scale(const at::Tensor& loss);  // loss × scale (identity when disabled)
+  // Forgets that this step's gradients were unscaled (host state only): a graphed optimizer step
+  // begins with it, so that a capture that failed half-way leaves the eager retry correct.
+  void begin_step() { unscaled_ = false; }
   // Divides the gradients by the scale in place (once per step) and records whether any is inf/NaN.
   void unscale(torch::optim::Optimizer& optimizer);
   // Steps unless the gradients held inf/NaN. Returns whether it stepped, as a bool scalar on the

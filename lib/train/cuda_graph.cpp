@@ -155,6 +155,7 @@ void GraphManager::disable(const std::string& reason) {
   log::warn("cuda_graph training capture disabled, falling back to eager: {}", reason);
   disabled_ = reason;
   graph_.reset();
+  optimizer_graph_.reset();
   try {
     backend_->reset();
   } catch (const std::exception&) {  // the reason above is what the user needs
@@ -164,8 +165,10 @@ void GraphManager::disable(const std::string& reason) {
 void GraphManager::invalidate(const std::string& reason) {
   if (disabled_) return;
   seen_.clear();
-  if (!graph_) return;
+  optimizer_steps_seen_ = 0;
+  if (!graph_ && !optimizer_graph_) return;
   graph_.reset();
+  optimizer_graph_.reset();
   backend_->reset();
   log::info("cuda_graph: capture invalidated ({}); will re-capture", reason);
 }
@@ -210,6 +213,43 @@ std::vector<at::Tensor> GraphManager::forward(const at::Tensor& input, const Net
   for (std::size_t i = 0; i < saved.size(); ++i) buffers[i].detach().copy_(saved[i]);
   log::info("cuda_graph: captured training forward/backward at input shape {}", fmt::join(input.sizes(), "x"));
   return replay(input, network, "first graph replay failed");
+}
+
+void GraphManager::optimizer_step(const std::function<void()>& stage, const std::function<void()>& work) {
+  stage();
+  if (!graphs_optimizer()) {
+    ++counts_.optimizer_eager;
+    return work();
+  }
+  if (!optimizer_graph_) {
+    const int step = ++optimizer_steps_seen_;
+    if (step < options_.capture_after - 1) {
+      ++counts_.optimizer_eager;
+      return work();
+    }
+    if (step == options_.capture_after - 1) {  // a real step, on the stream captures run on
+      ++counts_.optimizer_eager;
+      return backend_->warm_up(work);
+    }
+    try {
+      optimizer_graph_ = backend_->capture(work);
+      ++counts_.optimizer_captures;
+    } catch (const std::exception& error) {
+      disable(fmt::format("optimizer step capture failed: {}", error.what()));
+      ++counts_.optimizer_eager;
+      return work();  // a failed CUDA capture ran nothing
+    }
+    log::info("cuda_graph: captured the optimizer step (unscale, clipping, update, loss scale, EMA)");
+    if (backend_->capture_has_effects()) return;
+  }
+  try {
+    backend_->replay(*optimizer_graph_);
+    ++counts_.optimizer_replays;
+  } catch (const std::exception& error) {
+    disable(fmt::format("optimizer step replay failed: {}", error.what()));
+    ++counts_.optimizer_eager;
+    work();
+  }
 }
 
 std::vector<at::Tensor> GraphManager::replay(const at::Tensor& input, const NetworkFunction& network, const char* failure) {

@@ -1,4 +1,5 @@
-// CUDA-graph training, the network's forward and backward (LibreYOLO's boundary), in three parts:
+// CUDA-graph training: the network's forward and backward (LibreYOLO's boundary) and, past it, the
+// optimizer step (cuda_graph_scope=step), in three parts:
 //
 //  - CaptureBackend: what a graph does (capture a piece of work, replay it, drop it). The CUDA
 //    build implements it on at::cuda::CUDAGraph (cuda_graph_backend.cpp): warm-up on a side
@@ -15,7 +16,9 @@
 //    warm-up runs, with the BatchNorm buffers snapshotted and restored around them; at most one
 //    graph per run, other shapes run eager; a capture or replay failure turns the run eager for
 //    good with one warning; invalidate() drops the graph and counts shapes again (YOLOX's L1 branch
-//    at no_aug_epochs).
+//    at no_aug_epochs). The optimizer step's graph (unscale, clipping, the capturable optimizer's
+//    masked update, the loss scale's update, EMA) follows the same rules: its hyperparameters are
+//    staged into device tensors before every replay, so the schedule needs no re-capture.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -41,6 +44,9 @@ class CaptureBackend {
   virtual void replay(std::size_t graph) = 0;  // throws when the replay fails
   virtual void reset() = 0;                    // drops every graph and the pool
   virtual std::uint64_t pool_bytes() const = 0;  // memory the graphs hold (reported in GPU_mem)
+  // Whether capture() also carries out the work's effects. CUDA's capture only records kernels
+  // (the first replay does the work); a re-running backend runs it while "capturing".
+  virtual bool capture_has_effects() const { return false; }
 };
 
 // A backend without a GPU: "capturing" keeps the work and each replay runs it again, eagerly.
@@ -53,6 +59,7 @@ class RerunBackend : public CaptureBackend {
   void replay(std::size_t graph) override { works_.at(graph)(); }
   void reset() override { works_.clear(); }
   std::uint64_t pool_bytes() const override { return 0; }
+  bool capture_has_effects() const override { return true; }
 
  private:
   std::vector<std::function<void()>> works_;
@@ -93,8 +100,11 @@ struct CaptureTensors {
 };
 
 struct GraphOptions {
-  int capture_after = 3;  // capture on this occurrence of an input shape
+  int capture_after = 3;  // capture on this occurrence of an input shape (of an optimizer step)
   int warmup = 3;         // warm-up runs before capture
+  // cuda_graph_scope=step: the optimizer step (unscale, clipping, the update, the loss scale, EMA)
+  // is a second graph; network: only the network's forward and backward (LibreYOLO's boundary).
+  bool optimizer = false;
 };
 
 class GraphManager {
@@ -107,7 +117,15 @@ class GraphManager {
   std::vector<at::Tensor> forward(const at::Tensor& input, const NetworkFunction& network,
                                   const std::function<CaptureTensors()>& capture_tensors);
 
-  // Drops the graph; shapes are counted again. Logs "cuda_graph: capture invalidated (<reason>); will re-capture".
+  // One optimizer step. With options.optimizer: `stage` runs eagerly every time (it writes the
+  // schedule's lr, momentum and EMA decay into device tensors); `work` (which reads only device
+  // tensors) runs eagerly for the first capture_after − 1 steps, then on the side stream as the
+  // warm-up, is captured on the next and replayed from then on. Without it, or once graphs are
+  // disabled, both simply run.
+  void optimizer_step(const std::function<void()>& stage, const std::function<void()>& work);
+  bool graphs_optimizer() const { return options_.optimizer && !disabled_; }
+
+  // Drops the graphs; shapes and optimizer steps are counted again. Logs "cuda_graph: capture invalidated (<reason>); will re-capture".
   void invalidate(const std::string& reason);
 
   bool disabled() const { return disabled_.has_value(); }
@@ -116,6 +134,7 @@ class GraphManager {
   std::uint64_t pool_bytes() const { return backend_ ? backend_->pool_bytes() : 0; }
   struct Counts {
     std::int64_t eager = 0, captures = 0, replays = 0, eager_after_capture = 0;
+    std::int64_t optimizer_eager = 0, optimizer_captures = 0, optimizer_replays = 0;
   };
   const Counts& counts() const { return counts_; }
 
@@ -130,6 +149,8 @@ class GraphManager {
   std::optional<GraphedNetwork> graph_;
   std::vector<std::int64_t> graph_shape_;
   std::optional<std::string> disabled_;
+  int optimizer_steps_seen_ = 0;
+  std::optional<std::size_t> optimizer_graph_;
   Counts counts_;
 };
 

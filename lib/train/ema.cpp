@@ -36,15 +36,29 @@ double ModelEma::decay_at(std::int64_t updates) const {
 }
 
 void ModelEma::update(torch::nn::Module& model) {
-  at::NoGradGuard no_grad;
+  stage();
+  apply(model);
+}
+
+void ModelEma::stage() {
   ++updates_;
   const double d = decay_at(updates_);
+  if (!decay_now_.defined()) {
+    decay_now_ = at::empty({}, ema_tensors_.front().options());
+    keep_now_ = at::empty({}, ema_tensors_.front().options());
+  }
+  decay_now_.fill_(d);
+  keep_now_.fill_(1.0 - d);
+}
+
+void ModelEma::apply(torch::nn::Module& model) {
+  at::NoGradGuard no_grad;
   const std::vector<at::Tensor> current = floating_state(model);
   if (ema_tensors_.front().is_cuda()) {
-    at::_foreach_mul_(ema_tensors_, d);
-    at::_foreach_add_(ema_tensors_, current, 1.0 - d);
+    at::_foreach_mul_(ema_tensors_, decay_now_);
+    at::_foreach_add_(ema_tensors_, at::_foreach_mul(current, keep_now_));
   } else {
-    for (std::size_t i = 0; i < current.size(); ++i) ema_tensors_[i].mul_(d).add_(current[i], 1.0 - d);
+    for (std::size_t i = 0; i < current.size(); ++i) ema_tensors_[i].mul_(decay_now_).add_(current[i] * keep_now_);
   }
 }
 

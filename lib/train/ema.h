@@ -17,7 +17,13 @@ class ModelEma {
   // `ema_model` is a separate instance of the same architecture; its weights start as the model's.
   ModelEma(torch::nn::Module& model, std::shared_ptr<torch::nn::Module> ema_model, double decay, double tau,
            std::int64_t updates = 0);
+  // stage() then apply(model): one update.
   void update(torch::nn::Module& model);
+  // Eager, before each update (or its graph's replay): counts the update and puts its decay into
+  // device tensors.
+  void stage();
+  // The update from those tensors only (capturable): ema = d·ema + (1 − d)·model.
+  void apply(torch::nn::Module& model);
   double decay_at(std::int64_t updates) const;
   std::int64_t updates() const { return updates_; }
   void set_updates(std::int64_t updates) { updates_ = updates; }
@@ -27,6 +33,7 @@ class ModelEma {
  private:
   std::shared_ptr<torch::nn::Module> ema_;
   std::vector<at::Tensor> ema_tensors_;
+  at::Tensor decay_now_, keep_now_;  // d and 1 − d of the staged update, on the EMA's device
   double decay_, tau_;
   std::int64_t updates_;
 };

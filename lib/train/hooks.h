@@ -62,7 +62,7 @@ class TrainHook {
   virtual void on_phase_start(Phase) {}
   virtual void on_phase_end(Phase) {}
   virtual void after_backward(const TrainState&) {}         // a whole accumulation window's gradients are ready
-  virtual void before_optimizer_step(const TrainState&) {}  // after unscale and clipping
+  virtual void before_optimizer_step(const TrainState&) {}  // before unscale, clipping and the update (eager, graphed or not)
   virtual void on_step_end(const TrainState&) {}            // after every micro-step (loader batch)
   virtual std::optional<StopRequest> should_stop(const TrainState&) { return std::nullopt; }
   virtual void on_epoch_end(const TrainState&) {}           // after validation and the checkpoints

@@ -80,6 +80,13 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const ParameterGroups& g
   throw UsageError(fmt::format("optimizer={} is not one of sgd, adam, adamw", o.name));
 }
 
+void clip_gradients(const std::vector<at::Tensor>& grads, double max_norm) {
+  if (grads.empty()) return;
+  at::NoGradGuard no_grad;
+  const at::Tensor total = at::stack(at::_foreach_norm(grads)).norm();
+  at::_foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_max(1.0));
+}
+
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }

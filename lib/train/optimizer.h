@@ -33,6 +33,11 @@ struct OptimizerOptions {
 // capturable_optimizer.h. Throws UsageError for an unknown name.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const ParameterGroups& groups, const OptimizerOptions& options);
 
+// Scales `grads` in place so that their joint 2-norm is at most `max_norm` (torch's
+// clip_grad_norm_), with foreach kernels and no host sync (LibTorch's returns the norm as a double):
+// capturable in a CUDA graph.
+void clip_gradients(const std::vector<at::Tensor>& grads, double max_norm);
+
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 void set_momentum(torch::optim::Optimizer& optimizer, double momentum);  // SGD only; no-op otherwise
 double learning_rate(const torch::optim::Optimizer& optimizer, std::size_t group = 0);

@@ -358,9 +358,11 @@ void set_up_cuda_graph(Training& t) {
     log::info("cuda_graph=true ignored ({}); training runs eager.", *reason);
     return;
   }
-  t.graphs = std::make_unique<GraphManager>(std::move(backend));
-  log::info("cuda_graph: the network's forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; "
-            "the loss, optimizer and EMA stay eager");
+  const bool optimizer = t.config.get_text("cuda_graph_scope") == "step";
+  t.graphs = std::make_unique<GraphManager>(std::move(backend), GraphOptions{.optimizer = optimizer});
+  log::info("cuda_graph: the network's forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; {}",
+            optimizer ? "the optimizer step (unscale, clipping, update, loss scale, EMA) on the 3rd step; the loss stays eager"
+                      : "the loss, optimizer and EMA stay eager (cuda_graph_scope=step graphs the optimizer step too)");
 }
 
 }  // namespace

@@ -19,7 +19,7 @@
 #include "eval/plots.h"
 
 #include <ATen/ATen.h>
-#include <torch/nn/utils/clip_grad.h>
+#include "train/capturable_optimizer.h"
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -206,22 +206,37 @@ at::Tensor gradients_finite(torch::nn::Module& module) {
   return at::stack(at::_foreach_norm(grads)).isfinite().all();
 }
 
-// Unscale and clip (when asked), step through the scaler, EMA, then the next step's LR.
+// Unscale and clip (when asked), step through the scaler, EMA, then the next step's LR. The
+// capturable optimizer reads its lr and momentum from device tensors (staged here, eagerly), so
+// under cuda_graph_scope=step the rest is one graph: no host sync, no per-tensor launches.
 void optimizer_step(Training& t, TrainState& state, HookList& hooks) {
   hooks.after_backward(state);
   {
     const auto phase = hooks.phase(Phase::optimizer);
-    if (t.clip > 0) {
-      t.scaler->unscale(*t.optimizer);
-      std::vector<at::Tensor> params;
-      for (const auto& p : t.model().module->parameters()) if (p.grad().defined()) params.push_back(p);
-      torch::nn::utils::clip_grad_norm_(params, t.clip);
+    auto& optimizer = dynamic_cast<CapturableOptimizer&>(*t.optimizer);
+    const auto stage = [&] {
+      hooks.before_optimizer_step(state);
+      optimizer.stage();
+      if (t.ema) t.ema->stage();
+    };
+    const auto work = [&t] {
+      t.scaler->begin_step();
+      if (t.clip > 0) {
+        t.scaler->unscale(*t.optimizer);
+        std::vector<at::Tensor> grads;
+        for (const auto& p : t.model().module->parameters()) if (p.grad().defined()) grads.push_back(p.grad());
+        clip_gradients(grads, t.clip);
+      }
+      t.scaler->step(*t.optimizer, /*stage=*/false);
+      t.scaler->update();
+      if (t.ema) t.ema->apply(*t.model().module);
+    };
+    if (t.graphs) t.graphs->optimizer_step(stage, work);
+    else {
+      stage();
+      work();
     }
-    hooks.before_optimizer_step(state);
-    t.scaler->step(*t.optimizer);
-    t.scaler->update();
   }
-  if (t.ema) t.ema->update(*t.model().module);
   ++state.optimizer_steps;
   t.apply_schedule(state.optimizer_steps);
 }
@@ -508,7 +523,8 @@ void Trainer::read_losses(std::int64_t last_batch) {
 
 void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
   const std::int64_t window_start = state_.window_start(), window = state_.window_length();
-  if (state_.batch == window_start) t_.optimizer->zero_grad(/*set_to_none=*/true);
+  // a graphed optimizer step reads the gradients where it was captured: they are zeroed, not freed
+  if (state_.batch == window_start) t_.optimizer->zero_grad(/*set_to_none=*/!(t_.graphs && t_.graphs->graphs_optimizer()));
   at::Tensor x;
   models::TargetBatch targets;
   {

@@ -3,8 +3,9 @@
 // Per batch:
 //
 //   fetch ─► on_step_start ─► to_device ─► step runner (forward + loss, backward) ─► read losses (the one sync)
-//     └─ at the end of an accumulation window (nbs): after_backward ─► unscale/clip ─►
-//        before_optimizer_step ─► scaler step ─► EMA ─► LR/momentum for the next step
+//     └─ at the end of an accumulation window (nbs): after_backward ─► before_optimizer_step ─►
+//        stage lr/momentum/EMA decay ─► [unscale/clip ─► masked step ─► loss scale ─► EMA: one
+//        graph under cuda_graph_scope=step] ─► LR/momentum for the next step
 //   ─► progress ─► on_step_end ─► should_stop
 //
 // Hook points (train/hooks.h): on_train_start, before_fetch / after_fetch, on_step_start, on_phase_start/end

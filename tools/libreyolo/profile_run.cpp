@@ -42,7 +42,10 @@ int run_profile_trials(const ProfileRunOptions& o, bool json) {
       }
     }
     if (!o.sync_bn.empty()) arguments.push_back("sync_bn=" + o.sync_bn);
-    if (o.cuda_graph) arguments.emplace_back("cuda_graph=true");
+    if (o.cuda_graph) {
+      arguments.emplace_back("cuda_graph=true");
+      arguments.push_back("cuda_graph_scope=" + o.cuda_graph_scope);
+    }
     log::set_quiet(json);
     const fs::path run_dir = fs::path(o.project) / name;
     std::error_code ignored;

@@ -27,6 +27,7 @@ struct ProfileRunOptions {
   std::string dist_backend = "auto";
   std::string sync_bn;  // empty: the model's default
   bool cuda_graph = false;  // profile the graphed step (its pool counts in the peak memory)
+  std::string cuda_graph_scope = "network";
 };
 
 // Trial folders <project>/prof (one trial) or <project>/prof_1..N, and <project>/profile_repeat.json

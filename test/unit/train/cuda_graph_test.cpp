@@ -7,7 +7,10 @@
 #include "data/synth.h"
 #include "models/checkpoint.h"
 #include "nn/conv.h"
+#include "train/amp.h"
+#include "train/capturable_optimizer.h"
 #include "train/cuda_graph.h"
+#include "train/optimizer.h"
 #include "train/trainer.h"
 
 #include <ATen/ATen.h>
@@ -17,6 +20,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 
 #include <unistd.h>
@@ -211,6 +215,103 @@ TEST_CASE("graphs: gating reasons", "[graph]") {
 #endif
 }
 
+TEST_CASE("graphs: the optimizer step is staged every time, warmed up, captured once and replayed", "[graph]") {
+  FakeBackend::Log log;
+  GraphManager manager(std::make_unique<FakeBackend>(log), {.optimizer = true});
+  int staged = 0, worked = 0;
+  for (int step = 0; step < 6; ++step) manager.optimizer_step([&] { ++staged; }, [&] { ++worked; });
+  CHECK(staged == 6);
+  CHECK(worked == 6);  // steps 1 eager, 2 the warm-up, 3 the capture (this backend runs the work then), 4-6 replays
+  CHECK(log.warmups == 1);
+  CHECK(log.captures == 1);
+  CHECK(log.replays == 3);
+  CHECK(manager.counts().optimizer_captures == 1);
+  CHECK(manager.counts().optimizer_replays == 3);
+  manager.invalidate("test");  // counted again: eager, warm-up, capture
+  for (int step = 0; step < 3; ++step) manager.optimizer_step([&] { ++staged; }, [&] { ++worked; });
+  CHECK(log.captures == 2);
+  CHECK(log.replays == 3);
+  CHECK(worked == 9);
+
+  GraphManager network_only(std::make_unique<FakeBackend>(log), {});  // cuda_graph_scope=network
+  for (int step = 0; step < 5; ++step) network_only.optimizer_step([&] { ++staged; }, [&] { ++worked; });
+  CHECK(network_only.counts().optimizer_eager == 5);
+  CHECK(log.captures == 2);
+}
+
+TEST_CASE("graphs: a failed optimizer-step capture or replay runs that step eagerly, once, and the run stays eager", "[graph]") {
+  for (const bool capture_fails : {true, false}) {
+    FakeBackend::Log log;
+    GraphManager manager(std::make_unique<FakeBackend>(log), {.optimizer = true});
+    int worked = 0;
+    for (int step = 0; step < 6; ++step) {
+      if (step == (capture_fails ? 2 : 4)) (capture_fails ? log.fail_capture : log.fail_replay) = true;
+      manager.optimizer_step([] {}, [&] { ++worked; });
+    }
+    CHECK(worked == 6);
+    CHECK(manager.disabled());
+    CHECK(manager.disabled_reason()->find(capture_fails ? "optimizer step capture failed" : "optimizer step replay failed") == 0);
+    CHECK_FALSE(manager.graphs_optimizer());
+  }
+}
+
+namespace {
+
+// SGD steps through a float16-style loss scaler and clipping, the optimizer step graphed when a
+// manager is given; at step `overflow` one gradient is set to inf (the step must be skipped).
+Trained train_scaled(GraphManager* manager, int steps, int overflow) {
+  Net net;
+  net.train();
+  ParameterGroups groups;
+  groups.weights = net.parameters();
+  auto optimizer = make_optimizer(groups, {.name = "sgd", .lr0 = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-3});
+  auto& capturable = dynamic_cast<CapturableOptimizer&>(*optimizer);
+  GradScaler scaler(true, 1024.0, 2.0, 0.5, 2);
+  Trained out;
+  for (int step = 0; step < steps; ++step) {
+    torch::manual_seed(100 + static_cast<std::uint64_t>(step));
+    const at::Tensor x = at::randn({4, 3, 16, 16});
+    optimizer->zero_grad(/*set_to_none=*/manager == nullptr);
+    const at::Tensor loss = loss_of(net.forward(x));
+    scaler.scale(loss).backward();
+    if (step == overflow) net.parameters()[0].grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+    out.losses.push_back(loss.item<double>());
+    set_learning_rate(*optimizer, 0.05 / (step + 1));  // a schedule: new values every step, no re-capture
+    set_momentum(*optimizer, 0.8 + 0.01 * step);
+    const auto stage = [&] { capturable.stage(); };
+    const auto work = [&] {
+      scaler.begin_step();
+      scaler.unscale(*optimizer);
+      std::vector<at::Tensor> grads;
+      for (const auto& p : net.parameters()) grads.push_back(p.grad());
+      clip_gradients(grads, 0.5);
+      scaler.step(*optimizer, /*stage=*/false);
+      scaler.update();
+    };
+    if (manager) manager->optimizer_step(stage, work);
+    else {
+      stage();
+      work();
+    }
+  }
+  for (auto& p : net.parameters()) out.parameters.push_back(p.detach().clone());
+  out.losses.push_back(scaler.current_scale());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("graphs: a replayed optimizer step (scaler, clipping, schedule, an overflow) equals eager's", "[graph]") {
+  const Trained eager = train_scaled(nullptr, 8, 5);
+  FakeBackend::Log log;
+  GraphManager manager(std::make_unique<FakeBackend>(log), {.optimizer = true});
+  const Trained graphed = train_scaled(&manager, 8, 5);
+  CHECK(log.replays == 5);  // the overflow at step 6 is a replay
+  // the scale: doubled after steps 2 and 4, halved at the overflow (step 6), doubled after step 8
+  CHECK(eager.losses.back() == 4096.0);
+  check_same(eager, graphed);
+}
+
 namespace {
 
 std::map<std::string, at::Tensor> trained_weights(const std::filesystem::path& run) {
@@ -258,5 +359,48 @@ TEST_CASE("the trainer's graphed path (a fake backend on the CPU) trains the run
   }
   CHECK(read_text(dir / "graphed" / "train.log").find("cuda_graph: captured training forward/backward at input shape 4x3x64x64") !=
         std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cuda_graph_scope=step (a fake backend on the CPU): the graphed optimizer step, clipping and EMA train the run eager trains", "[graph][trainer]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("libreyolo_graph_step_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto synth = libreyolo::data::write_synthetic_dataset({.out = dir / "ds", .train_images = 12, .val_images = 2, .image_size = 64});
+  // 3 batches an epoch, 2 optimizer steps an epoch (nbs=8: windows of 2 batches, then 1), 3 epochs;
+  // warm-up on, so lr and momentum change at every step of the graph's replays
+  const std::vector<std::string> arguments{"model=yolo9-t", "data=" + synth.yaml.string(), "epochs=3", "batch=4", "nbs=8",
+                                           "imgsz=64", "workers=0", "warmup_epochs=3", "clip_max_norm=10.0", "val=false",
+                                           "quiet=true", "plots=false", "cuda_graph=true", "cuda_graph_scope=step"};
+  const auto config = libreyolo::models::parse_arguments(libreyolo::config::command_train, arguments);
+  FakeBackend::Log log;
+  for (const char* run : {"eager", "graphed"}) {
+    if (std::string(run) == "graphed") {
+      set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
+    }
+    fs::create_directories(dir / run);
+    HookList hooks;
+    run_training(config, dir / run, hooks);
+    set_cpu_capture_backend_for_tests({});
+  }
+  CHECK(log.captures == 2 + 1);  // the network's two graphs and the optimizer step's
+  CHECK(log.replays == 2 * 7 + 3);  // batches 3-9; optimizer steps 4-6
+  const auto eager = trained_weights(dir / "eager"), graphed = trained_weights(dir / "graphed");
+  REQUIRE(eager.size() == graphed.size());
+  for (const auto& [name, tensor] : eager) {
+    if (!tensor.is_floating_point()) continue;
+    INFO(name);
+    CHECK(at::allclose(graphed.at(name), tensor, 1e-4, 1e-6));
+  }
+  // the EMA (the checkpoint's model) too
+  const auto ema_eager = libreyolo::models::read_checkpoint(dir / "eager" / "weights" / "last.pt").model;
+  const auto ema_graphed = libreyolo::models::read_checkpoint(dir / "graphed" / "weights" / "last.pt").model;
+  REQUIRE(ema_eager.size() == ema_graphed.size());
+  for (std::size_t i = 0; i < ema_eager.size(); ++i) {
+    if (!ema_eager[i].second.is_floating_point()) continue;
+    INFO(ema_eager[i].first);
+    CHECK(at::allclose(ema_graphed[i].second, ema_eager[i].second, 1e-4, 1e-6));
+  }
+  CHECK(read_text(dir / "graphed" / "train.log").find("cuda_graph: captured the optimizer step") != std::string::npos);
   fs::remove_all(dir);
 }
