@@ -60,6 +60,10 @@ std::function<bool()> completion_marker(int device) {
   return [event] { return event->query(); };
 }
 
+void set_sync_warnings(bool on) {
+  c10::cuda::warning_state().set_sync_debug_mode(on ? c10::cuda::SyncDebugMode::L_WARN : c10::cuda::SyncDebugMode::L_DISABLED);
+}
+
 CudaInfo query_cuda_info() {
   CudaInfo info;
   info.compiled = true;

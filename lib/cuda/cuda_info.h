@@ -48,5 +48,8 @@ void set_current_device(int device);  // a data-parallel rank's GPU; nothing wit
 // An event recorded now on `device`'s current stream, as a query: true once the work queued so far
 // (a non_blocking copy) has finished. Always true without CUDA.
 std::function<bool()> completion_marker(int device);
+// CUDA's sync debug mode: every operation that synchronises the host with a device warns
+// ("called a synchronizing CUDA operation") while on. Nothing without CUDA.
+void set_sync_warnings(bool on);
 
 }  // namespace libreyolo::cuda

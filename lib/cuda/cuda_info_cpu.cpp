@@ -8,6 +8,7 @@ AllocatorStats allocator_stats(int) { return {}; }
 void reset_allocator_peak(int) {}
 void synchronize(int) {}
 void set_current_device(int) {}
+void set_sync_warnings(bool) {}
 std::function<bool()> completion_marker(int) {
   return [] { return true; };
 }

@@ -10,7 +10,12 @@
 namespace libreyolo::models {
 
 TargetBatch TargetBatch::to(const at::Device& device) const {
-  return {classes.to(device), boxes_xyxy.to(device), boxes_cxcywh.to(device), valid.to(device)};
+  if (!device.is_cuda()) return {classes.to(device), boxes_xyxy.to(device), boxes_cxcywh.to(device), valid.to(device)};
+  // A copy from pageable memory synchronises the stream (the step would wait for the GPU at every
+  // batch); from pinned memory it is queued. The caching host allocator keeps each pinned block
+  // until the copy that reads it has run.
+  const auto queue = [&](const at::Tensor& t) { return t.pin_memory().to(device, /*non_blocking=*/true); };
+  return {queue(classes), queue(boxes_xyxy), queue(boxes_cxcywh), queue(valid)};
 }
 
 TargetBatch pad_targets(const at::Tensor& targets_in, std::int64_t batch_size, std::int64_t width, std::int64_t height) {

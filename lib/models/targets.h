@@ -1,7 +1,8 @@
 // Ground truth of a batch in the padded layout both assigners take: the loader's [N, 6] rows
 // (image index, class, cx, cy, w, h normalised) become per-image slots [B, G] with a validity
 // mask, G = the most boxes any image has. Built on the host from the loader's CPU tensor (so
-// finding G syncs nothing), then moved to the training device in one copy each.
+// finding G syncs nothing), then moved to the training device in one copy each (queued from
+// pinned memory on a GPU: no stream sync).
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -18,7 +19,7 @@ struct TargetBatch {
 
   std::int64_t batch_size() const { return valid.size(0); }
   std::int64_t slots() const { return valid.size(1); }
-  TargetBatch to(const at::Device& device) const;
+  TargetBatch to(const at::Device& device) const;  // CUDA: pinned and non_blocking
 };
 
 // `targets` [N, 6] on the CPU; `width`/`height` of the network input in pixels. Throws

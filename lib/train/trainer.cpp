@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <map>
 #include <cmath>
@@ -191,6 +192,15 @@ at::Tensor network_input(const Training& t, const at::Tensor& images, const Trai
   if (t.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
   return x;
 }
+
+// CUDA's synchronisation warnings on for a scope (nothing when `on` is false).
+struct SyncWarnings {
+  explicit SyncWarnings(bool on) : on_(on) { if (on_) cuda::set_sync_warnings(true); }
+  ~SyncWarnings() { if (on_) cuda::set_sync_warnings(false); }
+  SyncWarnings(const SyncWarnings&) = delete;
+  SyncWarnings& operator=(const SyncWarnings&) = delete;
+  bool on_;
+};
 
 // On a GPU the steps' logged values are read every this many micro-steps (one transfer, the only
 // host sync of the step); between reads the steps queue up without waiting.
@@ -459,6 +469,7 @@ void Trainer::recover(const Divergence& divergence) {
   const models::Checkpoint good = from_last ? models::read_checkpoint(record_.last()) : *start_;
   t_.optimizer->state().clear();  // a checkpoint written before the first step holds none
   load_run_state(t_, state_, good, /*weights=*/true);
+  if (t_.graphs) t_.graphs->invalidate("recovering from a divergence: new optimizer state");
   t_.apply_schedule(state_.optimizer_steps);
   state_.epoch = state_.start_epoch;
 }
@@ -484,6 +495,8 @@ void Trainer::begin_epoch() {
 
 void Trainer::train_batches() {
   EpochClock clock;
+  // LIBREYOLO_CUDA_SYNC_WARN=1: every host sync of the batches warns (a test counts them)
+  const SyncWarnings sync_warnings(t_.device.is_cuda() && std::getenv("LIBREYOLO_CUDA_SYNC_WARN") != nullptr);
   while (auto batch = fetch(t_, hooks_, clock)) {
     const bool window_end = state_.batch + 1 - state_.window_start() == state_.window_length();
     hooks_.on_step_start(state_);
