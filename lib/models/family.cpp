@@ -29,6 +29,9 @@ class Yolo9Loss final : public TrainingLoss {
   LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
     return yolo9::loss(maps, targets, options_);
   }
+  std::string capture_obstacle() const override {  // TAL is dense over [B, G, anchors]
+    return options_.global_normaliser ? "its data-parallel normaliser is a collective" : "";
+  }
 
  private:
   yolo9::LossOptions options_;
@@ -90,6 +93,7 @@ class YoloxLoss final : public TrainingLoss {
     options_.use_l1 = true;
     return "L1 loss on";
   }
+  std::string capture_obstacle() const override { return "SimOTA's dynamic-k assignment has data-dependent shapes"; }
 
  private:
   yolox::LossOptions options_;

@@ -34,6 +34,9 @@ class TrainingLoss {
   virtual LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const = 0;
   // The no-augmentation epochs begin; returns what changed in the loss ("" for nothing), for the log.
   virtual std::string close_augmentation() { return {}; }
+  // Why this loss cannot be captured in a CUDA graph (shapes that depend on the data), or "" when
+  // it can: then its shapes depend only on the maps' and the targets' (and empty slots change nothing).
+  virtual std::string capture_obstacle() const { return "its assignment has data-dependent shapes"; }
 };
 
 class Family {

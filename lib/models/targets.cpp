@@ -18,7 +18,8 @@ TargetBatch TargetBatch::to(const at::Device& device) const {
   return {queue(classes), queue(boxes_xyxy), queue(boxes_cxcywh), queue(valid)};
 }
 
-TargetBatch pad_targets(const at::Tensor& targets_in, std::int64_t batch_size, std::int64_t width, std::int64_t height) {
+TargetBatch pad_targets(const at::Tensor& targets_in, std::int64_t batch_size, std::int64_t width, std::int64_t height,
+                        std::int64_t min_slots) {
   const at::Tensor targets = targets_in.to(at::kCPU, at::kFloat).contiguous().reshape({-1, 6});
   const std::int64_t rows = targets.size(0);
   const auto row = targets.accessor<float, 2>();
@@ -30,7 +31,7 @@ TargetBatch pad_targets(const at::Tensor& targets_in, std::int64_t batch_size, s
     }
     ++count[static_cast<std::size_t>(image)];
   }
-  const std::int64_t slots = count.empty() ? 0 : *std::max_element(count.begin(), count.end());
+  const std::int64_t slots = std::max(min_slots, count.empty() ? 0 : *std::max_element(count.begin(), count.end()));
   TargetBatch batch{at::zeros({batch_size, slots}, at::kLong), at::zeros({batch_size, slots, 4}, at::kFloat),
                     at::zeros({batch_size, slots, 4}, at::kFloat), at::zeros({batch_size, slots}, at::kBool)};
   auto classes = batch.classes.accessor<std::int64_t, 2>();

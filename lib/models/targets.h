@@ -22,8 +22,10 @@ struct TargetBatch {
   TargetBatch to(const at::Device& device) const;  // CUDA: pinned and non_blocking
 };
 
-// `targets` [N, 6] on the CPU; `width`/`height` of the network input in pixels. Throws
-// std::invalid_argument for a row whose image index is outside [0, batch_size).
-TargetBatch pad_targets(const at::Tensor& targets, std::int64_t batch_size, std::int64_t width, std::int64_t height);
+// `targets` [N, 6] on the CPU; `width`/`height` of the network input in pixels. `min_slots`: G
+// is at least this (a fixed G keeps a captured loss's shapes static; empty slots change nothing).
+// Throws std::invalid_argument for a row whose image index is outside [0, batch_size).
+TargetBatch pad_targets(const at::Tensor& targets, std::int64_t batch_size, std::int64_t width, std::int64_t height,
+                        std::int64_t min_slots = 0);
 
 }  // namespace libreyolo::models

@@ -156,6 +156,7 @@ void GraphManager::disable(const std::string& reason) {
   disabled_ = reason;
   graph_.reset();
   optimizer_graph_.reset();
+  step_graph_.reset();
   try {
     backend_->reset();
   } catch (const std::exception&) {  // the reason above is what the user needs
@@ -165,10 +166,12 @@ void GraphManager::disable(const std::string& reason) {
 void GraphManager::invalidate(const std::string& reason) {
   if (disabled_) return;
   seen_.clear();
+  step_seen_.clear();
   optimizer_steps_seen_ = 0;
-  if (!graph_ && !optimizer_graph_) return;
+  if (!graph_ && !optimizer_graph_ && !step_graph_) return;
   graph_.reset();
   optimizer_graph_.reset();
+  step_graph_.reset();
   backend_->reset();
   log::info("cuda_graph: capture invalidated ({}); will re-capture", reason);
 }
@@ -213,6 +216,52 @@ std::vector<at::Tensor> GraphManager::forward(const at::Tensor& input, const Net
   for (std::size_t i = 0; i < saved.size(); ++i) buffers[i].detach().copy_(saved[i]);
   log::info("cuda_graph: captured training forward/backward at input shape {}", fmt::join(input.sizes(), "x"));
   return replay(input, network, "first graph replay failed");
+}
+
+bool GraphManager::micro_step(const MicroStepWork& step) {
+  const auto eager = [&] {
+    ++counts_.step_eager;
+    step.eager();
+    return false;
+  };
+  if (!graphs_loss()) return eager();
+  if (step_graph_) {
+    if (step.key != step_key_) return eager();  // a last partial batch, a batch with more labels
+    try {
+      step.load();
+      backend_->replay(*step_graph_);
+      ++counts_.step_replays;
+      return true;
+    } catch (const std::exception& error) {
+      disable(fmt::format("step graph replay failed: {}", error.what()));
+      return eager();
+    }
+  }
+  if (++step_seen_[step.key] < options_.capture_after) return eager();
+  const std::vector<at::Tensor> state = step.state();
+  std::vector<at::Tensor> saved;
+  const auto restore = [&] {
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < saved.size(); ++i) state[i].detach().copy_(saved[i]);
+  };
+  try {
+    for (const auto& t : state) saved.push_back(t.detach().clone());
+    step.load();
+    for (int i = 0; i < options_.warmup; ++i) backend_->warm_up(step.work);
+    step_graph_ = backend_->capture(step.work);
+    step_key_ = step.key;
+    ++counts_.step_captures;
+    restore();  // warm-ups (and a re-running backend's capture) trained on this batch: undone
+    log::info("cuda_graph: captured the training step (forward, loss, backward) at {}", step.shape);
+    backend_->replay(*step_graph_);
+    ++counts_.step_replays;
+    return true;
+  } catch (const std::exception& error) {
+    step_graph_.reset();
+    restore();
+    disable(fmt::format("step graph capture failed: {}", error.what()));
+    return eager();
+  }
 }
 
 void GraphManager::optimizer_step(const std::function<void()>& stage, const std::function<void()>& work) {

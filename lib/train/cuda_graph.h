@@ -99,12 +99,25 @@ struct CaptureTensors {
   std::vector<at::Tensor> parameters, buffers;
 };
 
+// cuda_graph_scope, cumulative: network (the forward and backward, LibreYOLO's boundary) < loss
+// (forward, loss and backward as one graph) < optimizer (the optimizer step as a second graph:
+// unscale, clipping, the update, the loss scale) < step (the EMA update in it too).
 struct GraphOptions {
   int capture_after = 3;  // capture on this occurrence of an input shape (of an optimizer step)
   int warmup = 3;         // warm-up runs before capture
-  // cuda_graph_scope=step: the optimizer step (unscale, clipping, the update, the loss scale, EMA)
-  // is a second graph; network: only the network's forward and backward (LibreYOLO's boundary).
-  bool optimizer = false;
+  bool loss = false, optimizer = false, ema = false;
+};
+
+// The micro-step as one graph (cuda_graph_scope=loss and up): the network, the loss and the
+// backward into the parameters' .grad, at one static shape.
+struct MicroStepWork {
+  std::vector<std::int64_t> key;   // the batch's static shape (input sizes and type, target slots)
+  std::string shape;               // the same for the log ("4x3x640x640, 128 label slots")
+  std::function<void()> load;      // eager: this batch into the static tensors `work` reads
+  std::function<void()> work;      // the step from the static tensors, its results into static outputs
+  std::function<void()> eager;     // the same step from the batch itself (no static tensors)
+  // What warm-up and capture must leave as they found it: the BatchNorm buffers and the gradients.
+  std::function<std::vector<at::Tensor>()> state;
 };
 
 class GraphManager {
@@ -117,6 +130,14 @@ class GraphManager {
   std::vector<at::Tensor> forward(const at::Tensor& input, const NetworkFunction& network,
                                   const std::function<CaptureTensors()>& capture_tensors);
 
+  // One micro-step through the step graph: eager (`eager`) until the key is seen capture_after
+  // times, then captured (warm-ups and capture leave `state` as they found it) and replayed for
+  // that key; other keys stay eager. Returns true when the graph ran it (results in the static
+  // outputs). A failure turns the run eager, like the network graph's.
+  bool micro_step(const MicroStepWork& step);
+  bool graphs_loss() const { return options_.loss && !disabled_; }
+  bool will_replay(const std::vector<std::int64_t>& key) const { return graphs_loss() && step_graph_ && key == step_key_; }
+
   // One optimizer step. With options.optimizer: `stage` runs eagerly every time (it writes the
   // schedule's lr, momentum and EMA decay into device tensors); `work` (which reads only device
   // tensors) runs eagerly for the first capture_after − 1 steps, then on the side stream as the
@@ -124,6 +145,10 @@ class GraphManager {
   // disabled, both simply run.
   void optimizer_step(const std::function<void()>& stage, const std::function<void()>& work);
   bool graphs_optimizer() const { return options_.optimizer && !disabled_; }
+  bool graphs_ema() const { return options_.ema && graphs_optimizer(); }
+  // The loss cannot be captured in this run (a family's data-dependent shapes, data-parallel
+  // collectives): the network graph is used instead, the optimizer's is kept.
+  void keep_loss_eager() { options_.loss = false; }
 
   // Drops the graphs; shapes and optimizer steps are counted again. Logs "cuda_graph: capture invalidated (<reason>); will re-capture".
   void invalidate(const std::string& reason);
@@ -135,6 +160,7 @@ class GraphManager {
   struct Counts {
     std::int64_t eager = 0, captures = 0, replays = 0, eager_after_capture = 0;
     std::int64_t optimizer_eager = 0, optimizer_captures = 0, optimizer_replays = 0;
+    std::int64_t step_eager = 0, step_captures = 0, step_replays = 0;
   };
   const Counts& counts() const { return counts_; }
 
@@ -150,6 +176,9 @@ class GraphManager {
   std::vector<std::int64_t> graph_shape_;
   std::optional<std::string> disabled_;
   int optimizer_steps_seen_ = 0;
+  std::map<std::vector<std::int64_t>, int> step_seen_;
+  std::optional<std::size_t> step_graph_;
+  std::vector<std::int64_t> step_key_;
   std::optional<std::size_t> optimizer_graph_;
   Counts counts_;
 };

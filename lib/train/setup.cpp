@@ -358,11 +358,30 @@ void set_up_cuda_graph(Training& t) {
     log::info("cuda_graph=true ignored ({}); training runs eager.", *reason);
     return;
   }
-  const bool optimizer = t.config.get_text("cuda_graph_scope") == "step";
-  t.graphs = std::make_unique<GraphManager>(std::move(backend), GraphOptions{.optimizer = optimizer});
-  log::info("cuda_graph: the network's forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; {}",
-            optimizer ? "the optimizer step (unscale, clipping, update, loss scale, EMA) on the 3rd step; the loss stays eager"
-                      : "the loss, optimizer and EMA stay eager (cuda_graph_scope=step graphs the optimizer step too)");
+  const std::string scope = t.config.get_text("cuda_graph_scope");
+  const int level = scope == "network" ? 0 : scope == "loss" ? 1 : scope == "optimizer" ? 2 : 3;
+  GraphOptions options{.loss = level >= 1, .optimizer = level >= 2, .ema = level >= 3};
+  if (options.loss) {
+    std::string obstacle = t.loss->capture_obstacle();
+    if (obstacle.empty() && t.dist) obstacle = "the data-parallel gradient reducer runs outside graphs";
+    if (!obstacle.empty()) {
+      log::info("cuda_graph_scope={}: {}'s loss stays eager ({}); the network's forward and backward are graphed instead",
+                scope, t.family->name(), obstacle);
+      options.loss = false;
+    }
+  }
+  t.graph_label_slots = options.loss ? t.config.get_int("max_labels") : 0;
+  t.graphs = std::make_unique<GraphManager>(std::move(backend), options);
+  const std::string optimizer = !options.optimizer ? "the optimizer and EMA stay eager"
+                                : options.ema ? "the optimizer step with EMA is a second graph, captured on the 3rd step"
+                                              : "the optimizer step is a second graph, captured on the 3rd step; EMA stays eager";
+  if (options.loss) {
+    log::info("cuda_graph: forward, loss and backward are one graph, captured on the 3rd batch of a shape after 3 warm-up runs "
+              "(targets padded to max_labels={} per image; a batch with more runs eager); {}", t.graph_label_slots, optimizer);
+  } else {
+    log::info("cuda_graph: the network's forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; "
+              "the loss stays eager; {}", optimizer);
+  }
 }
 
 }  // namespace

@@ -3,14 +3,16 @@
 #include "train/amp.h"
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace libreyolo::train {
 
 namespace {
 
 // The network's maps (and the PGI branch's after them, one per level as well), through the
-// CUDA-graph manager when there is one.
-std::vector<at::Tensor> network_outputs(Training& t, const at::Tensor& input) {
+// network graph when there is one and `network_graph` is set.
+std::vector<at::Tensor> network_outputs(Training& t, const at::Tensor& input, bool network_graph) {
   models::DetectionModel& model = t.model();
   const NetworkFunction network = [&](const at::Tensor& x) {
     if (!t.use_aux) return model.forward(x);
@@ -18,7 +20,7 @@ std::vector<at::Tensor> network_outputs(Training& t, const at::Tensor& input) {
     maps.insert(maps.end(), aux_maps.begin(), aux_maps.end());
     return maps;
   };
-  if (!t.graphs) return network(input);
+  if (!t.graphs || !network_graph) return network(input);
   return t.graphs->forward(input, network, [&model] {
     CaptureTensors tensors{.parameters = {}, .buffers = model.module->buffers()};
     for (const auto& p : model.module->parameters()) {
@@ -30,11 +32,21 @@ std::vector<at::Tensor> network_outputs(Training& t, const at::Tensor& input) {
 
 }  // namespace
 
-models::LossTerms EagerStepRunner::forward_and_loss(const at::Tensor& input, const models::TargetBatch& targets) {
+struct EagerStepRunner::StaticStep {
+  at::Tensor input, divisor;
+  models::TargetBatch targets;
+  models::LossTerms outputs;  // allocated by the first warm-up, written by every run of the graph
+};
+
+EagerStepRunner::EagerStepRunner(Training& training, HookList& hooks) : training_(training), hooks_(hooks) {}
+EagerStepRunner::~EagerStepRunner() = default;
+
+models::LossTerms EagerStepRunner::forward_and_loss(const at::Tensor& input, const models::TargetBatch& targets,
+                                                    bool network_graph) {
   Training& t = training_;
   AutocastGuard guard(t.device.type(), t.amp_dtype, t.autocast, /*cache=*/!t.graphs);
   const models::TrainingLoss& loss = *t.loss;
-  std::vector<at::Tensor> outputs = network_outputs(t, input);
+  std::vector<at::Tensor> outputs = network_outputs(t, input, network_graph);
   if (!t.use_aux) return loss(outputs, targets);
   const auto half = static_cast<std::ptrdiff_t>(outputs.size() / 2);
   const std::vector<at::Tensor> maps(outputs.begin(), outputs.begin() + half), aux_maps(outputs.begin() + half, outputs.end());
@@ -45,17 +57,85 @@ models::LossTerms EagerStepRunner::forward_and_loss(const at::Tensor& input, con
   return terms;
 }
 
-models::LossTerms EagerStepRunner::run(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor) {
+models::LossTerms EagerStepRunner::eager(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor) {
   models::LossTerms terms;
   {
     const auto phase = hooks_.phase(Phase::forward);
-    terms = forward_and_loss(input, targets);
+    terms = forward_and_loss(input, targets, /*network_graph=*/!training_.graphs || !training_.graphs->graphs_loss());
   }
   {
     const auto phase = hooks_.phase(Phase::backward);
     training_.scaler->scale(terms.total / loss_divisor).backward();
   }
   return terms;
+}
+
+// The micro-step from static tensors: the batch is copied in (load), the graph's work computes the
+// loss terms into static outputs and backpropagates scale · total / divisor into .grad, where
+// eager autograd would accumulate it (the trainer zeroes the gradients in place, never frees them).
+models::LossTerms EagerStepRunner::graphed(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor) {
+  Training& t = training_;
+  std::vector<std::int64_t> key(input.sizes().begin(), input.sizes().end());
+  key.push_back(static_cast<std::int64_t>(input.scalar_type()));
+  key.push_back(targets.slots());
+  models::LossTerms eager_terms;
+  const auto load = [&] {
+    if (!static_ || static_->input.sizes() != input.sizes() || static_->targets.slots() != targets.slots()) {
+      static_ = std::make_unique<StaticStep>();
+      static_->input = input.detach().clone();
+      static_->targets = {targets.classes.clone(), targets.boxes_xyxy.clone(), targets.boxes_cxcywh.clone(), targets.valid.clone()};
+      static_->divisor = at::empty({}, input.options().dtype(at::kFloat));
+    } else {
+      static_->input.copy_(input);
+      static_->targets.classes.copy_(targets.classes);
+      static_->targets.boxes_xyxy.copy_(targets.boxes_xyxy);
+      static_->targets.boxes_cxcywh.copy_(targets.boxes_cxcywh);
+      static_->targets.valid.copy_(targets.valid);
+    }
+    static_->divisor.fill_(loss_divisor);
+  };
+  // kept by the backend and run again at each replay on a re-running backend: refers to nothing local
+  const auto work = [this] {
+    StaticStep& s = *static_;
+    const models::LossTerms terms = forward_and_loss(s.input, s.targets, /*network_graph=*/false);
+    {
+      at::NoGradGuard no_grad;
+      if (!s.outputs.total.defined()) {
+        s.outputs.total = at::empty_like(terms.total);
+        for (const auto& [name, value] : terms.parts) s.outputs.parts.emplace_back(name, at::empty_like(value));
+      }
+      s.outputs.total.copy_(terms.total.detach());
+      for (std::size_t i = 0; i < terms.parts.size(); ++i) s.outputs.parts[i].second.copy_(terms.parts[i].second.detach());
+    }
+    training_.scaler->scale(terms.total / s.divisor).backward();
+  };
+  const auto state = [this] {
+    std::vector<at::Tensor> tensors = training_.model().module->buffers();
+    for (const auto& p : training_.model().module->parameters()) {
+      if (p.grad().defined()) tensors.push_back(p.grad());
+    }
+    return tensors;
+  };
+  const MicroStepWork step{.key = key,
+                           .shape = fmt::format("{}, {} label slots", fmt::join(input.sizes(), "x"), targets.slots()),
+                           .load = load,
+                           .work = work,
+                           .eager = [&] { eager_terms = eager(input, targets, loss_divisor); },
+                           .state = state};
+  if (!t.graphs->will_replay(key)) {  // eager (with its own phases), or the capture
+    return t.graphs->micro_step(step) ? static_->outputs : eager_terms;
+  }
+  bool replayed = false;
+  {
+    const auto phase = hooks_.phase(Phase::forward);  // the graph holds forward, loss and backward
+    replayed = t.graphs->micro_step(step);
+  }
+  return replayed ? static_->outputs : eager_terms;
+}
+
+models::LossTerms EagerStepRunner::run(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor) {
+  if (training_.graphs && training_.graphs->graphs_loss()) return graphed(input, targets, loss_divisor);
+  return eager(input, targets, loss_divisor);
 }
 
 }  // namespace libreyolo::train

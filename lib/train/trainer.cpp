@@ -229,7 +229,8 @@ void optimizer_step(Training& t, TrainState& state, HookList& hooks) {
       optimizer.stage();
       if (t.ema) t.ema->stage();
     };
-    const auto work = [&t] {
+    const bool graphed_ema = t.graphs && t.graphs->graphs_ema();
+    const auto work = [&t, graphed_ema] {
       t.scaler->begin_step();
       if (t.clip > 0) {
         t.scaler->unscale(*t.optimizer);
@@ -239,13 +240,14 @@ void optimizer_step(Training& t, TrainState& state, HookList& hooks) {
       }
       t.scaler->step(*t.optimizer, /*stage=*/false);
       t.scaler->update();
-      if (t.ema) t.ema->apply(*t.model().module);
+      if (t.ema && graphed_ema) t.ema->apply(*t.model().module);
     };
     if (t.graphs) t.graphs->optimizer_step(stage, work);
     else {
       stage();
       work();
     }
+    if (t.ema && !graphed_ema) t.ema->apply(*t.model().module);
   }
   ++state.optimizer_steps;
   t.apply_schedule(state.optimizer_steps);
@@ -537,13 +539,14 @@ void Trainer::read_losses(std::int64_t last_batch) {
 void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
   const std::int64_t window_start = state_.window_start(), window = state_.window_length();
   // a graphed optimizer step reads the gradients where it was captured: they are zeroed, not freed
-  if (state_.batch == window_start) t_.optimizer->zero_grad(/*set_to_none=*/!(t_.graphs && t_.graphs->graphs_optimizer()));
+  const bool graphed_gradients = t_.graphs && (t_.graphs->graphs_optimizer() || t_.graphs->graphs_loss());
+  if (state_.batch == window_start) t_.optimizer->zero_grad(/*set_to_none=*/!graphed_gradients);
   at::Tensor x;
   models::TargetBatch targets;
   {
     const auto phase = hooks_.phase(Phase::to_device);
     x = network_input(t_, batch.images, state_);
-    targets = models::pad_targets(batch.targets, x.size(0), x.size(3), x.size(2)).to(t_.device);
+    targets = models::pad_targets(batch.targets, x.size(0), x.size(3), x.size(2), t_.graph_label_slots).to(t_.device);
     // the images were copied non_blocking: their pinned buffer is recycled once the copy is done
     if (t_.device.is_cuda()) t_.loader->release_after(batch.images, cuda::completion_marker(t_.device.index()));
   }

@@ -219,6 +219,33 @@ TEST_CASE("YOLOv9 loss: finite gradients with boxes and with an empty batch", "[
   CHECK(terms.part("cls_loss").item<double>() > 0.0);
 }
 
+TEST_CASE("YOLOv9 loss: empty target slots change neither the loss nor its gradients (a captured loss's fixed G)", "[loss]") {
+  torch::manual_seed(5);
+  auto model = yolo9::Model("t", 3);
+  model->train();
+  const at::Tensor x = torch::rand({3, 3, 64, 64});
+  const at::Tensor rows = rows_of({0, 1, 0.5, 0.5, 0.4, 0.3, 0, 2, 0.3, 0.6, 0.2, 0.5, 2, 0, 0.7, 0.2, 0.3, 0.3}).view({3, 6});
+  std::vector<std::vector<at::Tensor>> grads;
+  std::vector<LossTerms> terms;
+  for (const std::int64_t slots : {0, 2, 7, 32}) {
+    const TargetBatch targets = pad_targets(rows, 3, 64, 64, slots);
+    CHECK(targets.slots() == std::max<std::int64_t>(slots, 2));
+    for (auto& p : model->parameters()) p.mutable_grad() = at::Tensor();
+    terms.push_back(yolo9::loss(model->forward(x), targets, {}));
+    terms.back().total.backward();
+    grads.emplace_back();
+    for (auto& p : model->parameters()) grads.back().push_back(p.grad().clone());
+  }
+  for (std::size_t k = 1; k < terms.size(); ++k) {
+    CHECK(terms[k].total.item<double>() == Approx(terms[0].total.item<double>()).epsilon(1e-6));
+    for (const auto& [name, value] : terms[0].parts) {
+      INFO(name);
+      CHECK(terms[k].part(name).item<double>() == Approx(value.item<double>()).epsilon(1e-6));
+    }
+    for (std::size_t i = 0; i < grads[0].size(); ++i) CHECK(at::allclose(grads[k][i], grads[0][i], 1e-5, 1e-7));
+  }
+}
+
 TEST_CASE("YOLOX loss: finite gradients with boxes, L1 on, and with an empty batch", "[loss]") {
   const auto loss_fn = [](const std::vector<at::Tensor>& maps, const TargetBatch& t) {
     yolox::LossOptions options;

@@ -362,45 +362,83 @@ TEST_CASE("the trainer's graphed path (a fake backend on the CPU) trains the run
   fs::remove_all(dir);
 }
 
-TEST_CASE("cuda_graph_scope=step (a fake backend on the CPU): the graphed optimizer step, clipping and EMA train the run eager trains", "[graph][trainer]") {
+TEST_CASE("cuda_graph_scope=loss/optimizer/step (a fake backend on the CPU): the step graph, the optimizer graph, clipping and EMA train the run eager trains", "[graph][trainer]") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("libreyolo_graph_step_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const auto synth = libreyolo::data::write_synthetic_dataset({.out = dir / "ds", .train_images = 12, .val_images = 2, .image_size = 64});
   // 3 batches an epoch, 2 optimizer steps an epoch (nbs=8: windows of 2 batches, then 1), 3 epochs;
   // warm-up on, so lr and momentum change at every step of the graph's replays
-  const std::vector<std::string> arguments{"model=yolo9-t", "data=" + synth.yaml.string(), "epochs=3", "batch=4", "nbs=8",
-                                           "imgsz=64", "workers=0", "warmup_epochs=3", "clip_max_norm=10.0", "val=false",
-                                           "quiet=true", "plots=false", "cuda_graph=true", "cuda_graph_scope=step"};
-  const auto config = libreyolo::models::parse_arguments(libreyolo::config::command_train, arguments);
-  FakeBackend::Log log;
-  for (const char* run : {"eager", "graphed"}) {
-    if (std::string(run) == "graphed") {
-      set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
+  const auto arguments = [&](const std::string& scope) {
+    std::vector<std::string> out{"model=yolo9-t", "data=" + synth.yaml.string(), "epochs=3", "batch=4", "nbs=8", "imgsz=64",
+                                 "workers=0", "warmup_epochs=3", "clip_max_norm=10.0", "val=false", "quiet=true", "plots=false",
+                                 "max_labels=16"};
+    if (!scope.empty()) {
+      out.push_back("cuda_graph=true");
+      out.push_back("cuda_graph_scope=" + scope);
     }
-    fs::create_directories(dir / run);
+    return out;
+  };
+  const auto run = [&](const std::string& name, const std::string& scope) {
+    fs::create_directories(dir / name);
     HookList hooks;
-    run_training(config, dir / run, hooks);
-    set_cpu_capture_backend_for_tests({});
-  }
-  CHECK(log.captures == 2 + 1);  // the network's two graphs and the optimizer step's
-  CHECK(log.replays == 2 * 7 + 3);  // batches 3-9; optimizer steps 4-6
-  const auto eager = trained_weights(dir / "eager"), graphed = trained_weights(dir / "graphed");
-  REQUIRE(eager.size() == graphed.size());
-  for (const auto& [name, tensor] : eager) {
-    if (!tensor.is_floating_point()) continue;
-    INFO(name);
-    CHECK(at::allclose(graphed.at(name), tensor, 1e-4, 1e-6));
-  }
-  // the EMA (the checkpoint's model) too
+    run_training(libreyolo::models::parse_arguments(libreyolo::config::command_train, arguments(scope)), dir / name, hooks);
+  };
+  run("eager", "");
+  const auto eager = trained_weights(dir / "eager");
   const auto ema_eager = libreyolo::models::read_checkpoint(dir / "eager" / "weights" / "last.pt").model;
-  const auto ema_graphed = libreyolo::models::read_checkpoint(dir / "graphed" / "weights" / "last.pt").model;
-  REQUIRE(ema_eager.size() == ema_graphed.size());
-  for (std::size_t i = 0; i < ema_eager.size(); ++i) {
-    if (!ema_eager[i].second.is_floating_point()) continue;
-    INFO(ema_eager[i].first);
-    CHECK(at::allclose(ema_graphed[i].second, ema_eager[i].second, 1e-4, 1e-6));
+  struct Expected {
+    const char* scope;
+    int captures, replays;  // step graph: captured at batch 3, replayed at batches 3-9; optimizer graph: steps 4-6
+  };
+  for (const Expected& e : {Expected{"loss", 1, 7}, Expected{"optimizer", 2, 10}, Expected{"step", 2, 10}}) {
+    INFO(e.scope);
+    FakeBackend::Log log;
+    set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
+    run(e.scope, e.scope);
+    set_cpu_capture_backend_for_tests({});
+    CHECK(log.captures == e.captures);
+    CHECK(log.replays == e.replays);
+    const auto graphed = trained_weights(dir / e.scope);
+    REQUIRE(eager.size() == graphed.size());
+    for (const auto& [name, tensor] : eager) {
+      if (!tensor.is_floating_point()) continue;
+      INFO(name);
+      CHECK(at::allclose(graphed.at(name), tensor, 1e-4, 1e-6));
+    }
+    // the EMA (the checkpoint's model) too
+    const auto ema_graphed = libreyolo::models::read_checkpoint(dir / e.scope / "weights" / "last.pt").model;
+    REQUIRE(ema_eager.size() == ema_graphed.size());
+    for (std::size_t i = 0; i < ema_eager.size(); ++i) {
+      if (!ema_eager[i].second.is_floating_point()) continue;
+      INFO(ema_eager[i].first);
+      CHECK(at::allclose(ema_graphed[i].second, ema_eager[i].second, 1e-4, 1e-6));
+    }
+    const std::string text = read_text(dir / e.scope / "train.log");
+    CHECK(text.find("cuda_graph: captured the training step (forward, loss, backward) at 4x3x64x64, 16 label slots") != std::string::npos);
+    CHECK((text.find("cuda_graph: captured the optimizer step") != std::string::npos) == (e.captures == 2));
+    CHECK(text.find("captured training forward/backward") == std::string::npos);  // one graph holds the network
   }
-  CHECK(read_text(dir / "graphed" / "train.log").find("cuda_graph: captured the optimizer step") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cuda_graph_scope=loss on YOLOX: its loss stays eager, the network is graphed, one log line says why", "[graph][trainer]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("libreyolo_graph_yolox_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "run");
+  const auto synth = libreyolo::data::write_synthetic_dataset({.out = dir / "ds", .train_images = 8, .val_images = 2, .image_size = 64});
+  const std::vector<std::string> arguments{"model=yolox-n", "data=" + synth.yaml.string(), "epochs=1", "batch=2", "imgsz=64",
+                                           "workers=0", "val=false", "quiet=true", "plots=false", "cuda_graph=true",
+                                           "cuda_graph_scope=loss"};
+  FakeBackend::Log log;
+  set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
+  HookList hooks;
+  run_training(libreyolo::models::parse_arguments(libreyolo::config::command_train, arguments), dir / "run", hooks);
+  set_cpu_capture_backend_for_tests({});
+  const std::string text = read_text(dir / "run" / "train.log");
+  CHECK(text.find("cuda_graph_scope=loss: yolox's loss stays eager (SimOTA's dynamic-k assignment has data-dependent shapes); "
+                  "the network's forward and backward are graphed instead") != std::string::npos);
+  CHECK(text.find("captured training forward/backward at input shape 2x3x64x64") != std::string::npos);
+  CHECK(log.captures == 2);
   fs::remove_all(dir);
 }
