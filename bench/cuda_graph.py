@@ -1,6 +1,6 @@
 """CUDA-graph training on a GPU: the profiled step eager against graphed (`libreyolo profile run
---cuda_graph`) at each boundary: the network's forward and backward (`network`, LibreYOLO's) and
-the optimizer step as well (`step`), YOLOv9-t and YOLOX-s at batch 8 and imgsz 640 with float16
+--cuda_graph`) at each boundary (cuda_graph_scope): the network's forward and backward (`network`,
+LibreYOLO's), + the loss (`loss`, YOLOv9), + the optimizer step (`optimizer`), + EMA (`step`), YOLOv9-t and YOLOX-s at batch 8 and imgsz 640 with float16
 AMP. Prints one JSON line per model: the median real step time of each mode over --repeat trials,
 the speed-ups, the kernel launches per step, peak VRAM (the graphs' pool included) and the verdicts.
 
@@ -24,7 +24,7 @@ def gpu_count():
     return json.loads(done.stdout).get("gpu_count", 0) if done.returncode == 0 else 0
 
 
-MODES = ("eager", "network", "step")
+MODES = ("eager", "network", "loss", "optimizer", "step")
 
 
 def profile(work, args, model, mode, trial):
@@ -56,14 +56,14 @@ def main():
         work = pathlib.Path(folder)
         for model in args.models.split(","):
             runs = {mode: [] for mode in MODES}
-            captured = {"network": True, "step": True}
+            captured = {mode: True for mode in MODES if mode != "eager"}
             for trial in range(args.repeat):  # interleaved: drift hits every mode alike
                 for mode in MODES:
                     p, log = profile(work, args, model, mode, trial)
                     runs[mode].append(p)
-                    if mode != "eager" and "captured training forward/backward" not in log:
+                    if mode != "eager" and "cuda_graph: captured" not in log:
                         captured[mode] = False
-                    if mode == "step" and "captured the optimizer step" not in log:
+                    if mode in ("optimizer", "step") and "captured the optimizer step" not in log:
                         captured[mode] = False
             step = {m: statistics.median(p["step_ms"] for p in runs[m]) for m in MODES}
             last = {m: runs[m][-1] for m in MODES}

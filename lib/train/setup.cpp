@@ -346,7 +346,15 @@ void restore_resume_state(Training& t, TrainState& state) {
 
 // cuda_graph=true: a graph manager for the network, or LibreYOLO's one line saying why not.
 void set_up_cuda_graph(Training& t) {
-  if (!t.config.get_bool("cuda_graph")) return;
+  if (!t.config.get_bool("cuda_graph")) {
+    if (t.config.differs_from_default("cuda_graph_scope")) {
+      log::info("cuda_graph_scope={} ignored: it applies with cuda_graph=true", t.config.get_text("cuda_graph_scope"));
+    }
+    if (t.config.differs_from_default("max_labels")) {
+      log::info("max_labels={} ignored: it applies with cuda_graph=true", t.config.get_int("max_labels"));
+    }
+    return;
+  }
   std::string missing;
   auto backend = t.device.is_cuda() ? make_cuda_graph_backend(t.device.index(), missing) : make_cpu_capture_backend_for_tests();
   const auto reason = graph_gate_reason({.cuda_device = t.device.is_cuda() || backend != nullptr,

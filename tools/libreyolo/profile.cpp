@@ -195,8 +195,8 @@ int run_profile(const Arguments& arguments) {
   run_cmd->add_option("--dist_backend", run.dist_backend, "auto, nccl or gloo")->check(CLI::IsMember({"auto", "nccl", "gloo"}));
   run_cmd->add_option("--sync_bn", run.sync_bn, "true or false (default: the model's)")->check(CLI::IsMember({"true", "false"}));
   run_cmd->add_flag("--cuda_graph,--cuda-graph", run.cuda_graph, "capture the network in a CUDA graph, as train's cuda_graph=true");
-  run_cmd->add_option("--cuda_graph_scope", run.cuda_graph_scope, "with --cuda_graph: network, or step (the optimizer step too)")
-      ->check(CLI::IsMember({"network", "step"}));
+  run_cmd->add_option("--cuda_graph_scope", run.cuda_graph_scope, "with --cuda_graph: network, loss, optimizer or step (as train's cuda_graph_scope)")
+      ->check(CLI::IsMember({"network", "loss", "optimizer", "step"}));
   run_cmd->add_flag("--json", json, "print the profile (or the repeat aggregate) as JSON on stdout");
 
   auto* summary_cmd = app.add_subcommand("summary", "the report of a profile");
