@@ -313,6 +313,61 @@ std::vector<at::Tensor> GraphManager::replay(const at::Tensor& input, const Netw
   }
 }
 
+InferenceGraphs::InferenceGraphs(std::unique_ptr<CaptureBackend> backend, int capture_after)
+    : backend_(std::move(backend)), capture_after_(capture_after) {}
+
+void InferenceGraphs::reset() {
+  graphs_.clear();
+  seen_.clear();
+  failed_ = false;
+  captures_ = replays_ = eager_ = 0;
+  try {
+    backend_->reset();
+  } catch (const std::exception& error) {
+    log::warn("cuda_graph: dropping the validation graphs failed: {}", error.what());
+  }
+}
+
+std::vector<at::Tensor> InferenceGraphs::forward(const at::Tensor& input, const NetworkFunction& network) {
+  std::vector<std::int64_t> key(input.sizes().begin(), input.sizes().end());
+  key.push_back(static_cast<std::int64_t>(input.scalar_type()));
+  const auto eager = [&] {
+    ++eager_;
+    return network(input);
+  };
+  if (failed_) return eager();
+  try {
+    if (const auto found = graphs_.find(key); found != graphs_.end()) {
+      Graph& g = *found->second;
+      g.input.copy_(input);
+      backend_->replay(g.handle);
+      ++replays_;
+      return g.outputs;
+    }
+    if (++seen_[key] < capture_after_) return eager();
+    auto graph = std::make_unique<Graph>();
+    Graph* g = graph.get();
+    g->input = input.clone();
+    const auto work = [g, network] { g->outputs = network(g->input); };  // kept: re-run at each replay by a re-running backend
+    backend_->warm_up(work);
+    g->handle = backend_->capture(work);
+    backend_->replay(g->handle);
+    graphs_.emplace(key, std::move(graph));
+    ++captures_;
+    ++replays_;
+    return g->outputs;
+  } catch (const std::exception& error) {
+    log::warn("cuda_graph: validation graph failed, validating eager: {}", error.what());
+    failed_ = true;
+    graphs_.clear();
+    try {
+      backend_->reset();
+    } catch (const std::exception&) {  // the warning above is what the user needs
+    }
+    return eager();
+  }
+}
+
 std::size_t RerunBackend::capture(const std::function<void()>& work) {
   work();  // a capture runs the host code once, as CUDA's does
   works_.push_back(work);

@@ -183,6 +183,35 @@ class GraphManager {
   Counts counts_;
 };
 
+// Validation's inference graphs: one per input shape of the rectangular validation plan, each
+// captured on its `capture_after`-th batch (after a warm-up) and replayed for the rest, so a
+// shape the plan holds once or twice runs eager (a capture would not pay). All share one memory
+// pool: a graph's outputs are valid until the next replay of any graph, and the validator decodes
+// each batch before the next. Failure turns the rest of the validation eager. reset() drops them
+// all (after each validation: their memory goes back to training).
+class InferenceGraphs {
+ public:
+  explicit InferenceGraphs(std::unique_ptr<CaptureBackend> backend, int capture_after = 3);
+  std::vector<at::Tensor> forward(const at::Tensor& input, const NetworkFunction& network);
+  void reset();  // also the counts below (since the last reset)
+  std::int64_t captures() const { return captures_; }
+  std::int64_t replays() const { return replays_; }
+  std::int64_t eager() const { return eager_; }
+
+ private:
+  struct Graph {
+    at::Tensor input;
+    std::vector<at::Tensor> outputs;
+    std::size_t handle = 0;
+  };
+  std::unique_ptr<CaptureBackend> backend_;
+  int capture_after_;
+  std::map<std::vector<std::int64_t>, int> seen_;
+  std::map<std::vector<std::int64_t>, std::unique_ptr<Graph>> graphs_;
+  bool failed_ = false;
+  std::int64_t captures_ = 0, replays_ = 0, eager_ = 0;
+};
+
 // Why cuda_graph=true cannot be honoured for this run, or nullopt when it can. The line
 // "cuda_graph=true ignored (<reason>); training runs eager." is logged by the caller.
 struct GraphGateInputs {

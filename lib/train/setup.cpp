@@ -379,6 +379,9 @@ void set_up_cuda_graph(Training& t) {
     }
   }
   t.graph_label_slots = options.loss ? t.config.get_int("max_labels") : 0;
+  std::string unused;
+  auto val_backend = t.device.is_cuda() ? make_cuda_graph_backend(t.device.index(), unused) : make_cpu_capture_backend_for_tests();
+  if (val_backend) t.val_graphs = std::make_unique<InferenceGraphs>(std::move(val_backend));
   t.graphs = std::make_unique<GraphManager>(std::move(backend), options);
   const std::string optimizer = !options.optimizer ? "the optimizer and EMA stay eager"
                                 : options.ema ? "the optimizer step with EMA is a second graph, captured on the 3rd step"

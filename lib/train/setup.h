@@ -66,6 +66,7 @@ struct Training {
   c10::ScalarType amp_dtype = c10::kHalf;
   std::unique_ptr<GradScaler> scaler;
   std::unique_ptr<GraphManager> graphs;  // cuda_graph=true on a CUDA device; null: eager
+  std::unique_ptr<InferenceGraphs> val_graphs;  // validation's, with `graphs`
   std::int64_t graph_label_slots = 0;    // targets padded to this many slots per image (a captured loss); 0: as many as needed
   double clip = 0;
 

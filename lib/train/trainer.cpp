@@ -425,6 +425,7 @@ class Trainer {
   void carry_out_stop();
   bool end_epoch();
   std::optional<eval::Validation> validate(models::DetectionModel& model);
+  bool val_graphs_logged_ = false;
   bool take_validation(const eval::Validation& validation);
   nlohmann::ordered_json epoch_row(bool is_best, const std::optional<eval::Validation>& validation);
   void set_up_average(int count);
@@ -643,10 +644,21 @@ std::optional<eval::Validation> Trainer::validate(models::DetectionModel& model)
                                 },
                                 .names = state_.loss_names};
   }
-  auto validation = t_.validator->run([&](const at::Tensor& x) {
-    AutocastGuard guard(t_.device.type(), t_.amp_dtype, t_.autocast && t_.device.is_cuda());
+  const NetworkFunction network = [&](const at::Tensor& x) {
+    AutocastGuard guard(t_.device.type(), t_.amp_dtype, t_.autocast && t_.device.is_cuda(), /*cache=*/!t_.val_graphs);
     return model.forward(x);
+  };
+  auto validation = t_.validator->run([&](const at::Tensor& x) {
+    return t_.val_graphs ? t_.val_graphs->forward(x, network) : network(x);  // a graph per recurring batch shape
   }, loss ? &*loss : nullptr);
+  if (t_.val_graphs) {
+    if (!val_graphs_logged_ && t_.val_graphs->captures() > 0) {
+      log::info("cuda_graph: validation replays {} of {} batches from {} graphs (one per recurring batch shape)",
+                t_.val_graphs->replays(), t_.val_graphs->replays() + t_.val_graphs->eager(), t_.val_graphs->captures());
+      val_graphs_logged_ = true;
+    }
+    t_.val_graphs->reset();  // their memory goes back to training
+  }
   t_.set_train_mode();
   return validation;
 }

@@ -20,6 +20,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <limits>
 #include <stdexcept>
 
@@ -312,6 +313,39 @@ TEST_CASE("graphs: a replayed optimizer step (scaler, clipping, schedule, an ove
   check_same(eager, graphed);
 }
 
+TEST_CASE("validation graphs: one per recurring batch shape from its 3rd batch, outputs as eager's, dropped by reset", "[graph]") {
+  Net net;
+  net.body->eval();
+  at::NoGradGuard no_grad;
+  const NetworkFunction network = [&](const at::Tensor& x) { return net.forward(x); };
+  FakeBackend::Log log;
+  InferenceGraphs graphs(std::make_unique<FakeBackend>(log));
+  const std::vector<std::int64_t> sizes{16, 16, 16, 16, 24, 16, 24, 24, 24, 32};
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    torch::manual_seed(40 + i);
+    const at::Tensor x = at::randn({2, 3, sizes[i], sizes[i]});
+    const auto expected = network(x);
+    const auto got = graphs.forward(x, network);
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t k = 0; k < got.size(); ++k) CHECK(at::allclose(got[k], expected[k], 1e-5, 1e-7));
+  }
+  CHECK(graphs.captures() == 2);  // 16 at its 3rd batch, 24 at its 3rd; 32 once: eager
+  CHECK(graphs.replays() == 5);   // 16: batches 3, 4, 6; 24: 8, 9
+  CHECK(graphs.eager() == 5);
+  CHECK(log.warmups == 2);
+  graphs.reset();
+  CHECK(log.resets == 1);
+  CHECK(graphs.captures() == 0);
+  log.fail_replay = true;  // counted again from nothing; a failure turns the rest eager
+  for (int i = 0; i < 5; ++i) {
+    const at::Tensor x = at::randn({2, 3, 16, 16});
+    const auto got = graphs.forward(x, network);
+    CHECK(at::allclose(got[0], network(x)[0], 1e-5, 1e-7));
+  }
+  CHECK(graphs.replays() == 0);
+  CHECK(graphs.eager() == 5);
+}
+
 namespace {
 
 std::map<std::string, at::Tensor> trained_weights(const std::filesystem::path& run) {
@@ -324,6 +358,25 @@ std::map<std::string, at::Tensor> trained_weights(const std::filesystem::path& r
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Each epoch's validation figures from results.csv (the columns named metrics/*), as text.
+std::vector<std::string> results_metrics(const std::filesystem::path& run) {
+  std::ifstream in(run / "results.csv");
+  std::string line;
+  std::getline(in, line);
+  std::vector<bool> wanted;
+  std::stringstream header(line);
+  for (std::string name; std::getline(header, name, ',');) wanted.push_back(name.rfind("metrics/", 0) == 0);
+  std::vector<std::string> out;
+  while (std::getline(in, line)) {
+    std::stringstream row(line);
+    std::size_t column = 0;
+    for (std::string value; std::getline(row, value, ','); ++column) {
+      if (column < wanted.size() && wanted[column]) out.push_back(value);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -366,12 +419,13 @@ TEST_CASE("cuda_graph_scope=loss/optimizer/step (a fake backend on the CPU): the
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("libreyolo_graph_step_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const auto synth = libreyolo::data::write_synthetic_dataset({.out = dir / "ds", .train_images = 12, .val_images = 2, .image_size = 64});
+  const auto synth = libreyolo::data::write_synthetic_dataset({.out = dir / "ds", .train_images = 12, .val_images = 12, .image_size = 64});
   // 3 batches an epoch, 2 optimizer steps an epoch (nbs=8: windows of 2 batches, then 1), 3 epochs;
-  // warm-up on, so lr and momentum change at every step of the graph's replays
+  // warm-up on, so lr and momentum change at every step of the graph's replays; validation (3
+  // batches of one shape) replays its 3rd batch from an inference graph
   const auto arguments = [&](const std::string& scope) {
     std::vector<std::string> out{"model=yolo9-t", "data=" + synth.yaml.string(), "epochs=3", "batch=4", "nbs=8", "imgsz=64",
-                                 "workers=0", "warmup_epochs=3", "clip_max_norm=10.0", "val=false", "quiet=true", "plots=false",
+                                 "workers=0", "warmup_epochs=3", "clip_max_norm=10.0", "quiet=true", "plots=false",
                                  "max_labels=16"};
     if (!scope.empty()) {
       out.push_back("cuda_graph=true");
@@ -389,9 +443,10 @@ TEST_CASE("cuda_graph_scope=loss/optimizer/step (a fake backend on the CPU): the
   const auto ema_eager = libreyolo::models::read_checkpoint(dir / "eager" / "weights" / "last.pt").model;
   struct Expected {
     const char* scope;
-    int captures, replays;  // step graph: captured at batch 3, replayed at batches 3-9; optimizer graph: steps 4-6
+    int captures, replays;  // step graph: captured at batch 3, replayed at batches 3-9; optimizer graph: steps 4-6;
+                            // validation (the final epoch's): a graph for its 3rd batch
   };
-  for (const Expected& e : {Expected{"loss", 1, 7}, Expected{"optimizer", 2, 10}, Expected{"step", 2, 10}}) {
+  for (const Expected& e : {Expected{"loss", 1 + 1, 7 + 1}, Expected{"optimizer", 2 + 1, 10 + 1}, Expected{"step", 2 + 1, 10 + 1}}) {
     INFO(e.scope);
     FakeBackend::Log log;
     set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
@@ -416,8 +471,11 @@ TEST_CASE("cuda_graph_scope=loss/optimizer/step (a fake backend on the CPU): the
     }
     const std::string text = read_text(dir / e.scope / "train.log");
     CHECK(text.find("cuda_graph: captured the training step (forward, loss, backward) at 4x3x64x64, 16 label slots") != std::string::npos);
-    CHECK((text.find("cuda_graph: captured the optimizer step") != std::string::npos) == (e.captures == 2));
+    CHECK((text.find("cuda_graph: captured the optimizer step") != std::string::npos) == (e.captures == 3));
     CHECK(text.find("captured training forward/backward") == std::string::npos);  // one graph holds the network
+    CHECK(text.find("cuda_graph: validation replays 1 of 3 batches from 1 graphs") != std::string::npos);
+    CHECK_FALSE(results_metrics(dir / "eager").empty());
+    CHECK(results_metrics(dir / e.scope) == results_metrics(dir / "eager"));
   }
   fs::remove_all(dir);
 }
