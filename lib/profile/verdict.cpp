@@ -60,7 +60,7 @@ Verdict gpu_verdict(const VerdictInputs& in) {
     v.bound = "host / launch";
     v.why = fmt::format("GPU only ~{} busy — fed too slowly: {} kernels/step at ~{:.0f}us each plus host overhead",
                         percent(utilisation), in.kernels_per_step, in.mean_kernel_us);
-    v.levers = "larger batch (amortize launches), fewer per-step .item()/syncs, cuda_graph=true (one graph launch for the network's forward and backward)";
+    v.levers = "larger batch (amortize launches), fewer per-step .item()/syncs, cuda_graph=true (one graph launch for the network's forward and backward; cuda_graph_scope=step also graphs the loss, optimizer and EMA)";
   }
   if (!in.dataload_fraction && v.bound != "memory-pressure") v.why += " (dataloader stall not measurable from trace alone)";
   if (!in.amp && (v.bound == "compute" || v.bound == "host / launch")) v.levers += "; amp=false: AMP/bf16 would use Tensor Cores";

@@ -18,6 +18,14 @@ expect_in "$run/profile_summary.json" '"real_steps": 3'
 expect_in "$run/profile_trace.json" '"cat":"cpu_op"'
 expect_in "$run/profile_trace.json" 'ProfilerStep#6'
 
+# --amp_dtype reaches the trainer: CPU autocast where the CPU has native bfloat16, float32 otherwise (one line says which)
+expect_exit 0 profile run ds/data.yaml --batch 4 --imgsz 64 --workers 1 --steps 2 --warmup 0 --amp_dtype bfloat16 --project prof_bf16
+if grep -q -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then
+  expect_in prof_bf16/prof/train.log "Using CPU mixed precision (autocast bfloat16)"
+else
+  expect_in prof_bf16/prof/train.log "amp_dtype=bfloat16: this CPU has no native bfloat16"
+fi
+
 # the verdict is one of the CPU ones, with a utilisation figure behind it
 bound=$("$LIBREYOLO" profile get "$run/profile.json" bound)
 case "$bound" in compute|"host / launch"|dataloader) ;; *) fail "unexpected verdict '$bound'" ;; esac

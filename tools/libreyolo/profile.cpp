@@ -182,6 +182,8 @@ int run_profile(const Arguments& arguments) {
   run_cmd->add_option("--imgsz", run.image_size, "input size")->check(CLI::Range(32, 8192));
   run_cmd->add_option("--workers", run.workers, "data loader workers")->check(CLI::NonNegativeNumber);
   run_cmd->add_flag("--amp,!--no-amp", run.amp, "mixed precision (default on)");
+  run_cmd->add_option("--amp_dtype", run.amp_dtype, "float16 or bfloat16 (bfloat16 is the CPU's mixed precision)")
+      ->check(CLI::IsMember({"float16", "bfloat16", "fp16", "bf16", "half"}));
   run_cmd->add_option("--steps", run.steps, "measured steps")->check(CLI::Range(2, 100000));
   run_cmd->add_option("--warmup", run.warmup, "steps dropped first")->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--repeat", run.repeat, "independent trials (mean and spread of img/s)")->check(CLI::Range(1, 1000));

@@ -42,6 +42,7 @@ int run_profile_trials(const ProfileRunOptions& o, bool json) {
       }
     }
     if (!o.sync_bn.empty()) arguments.push_back("sync_bn=" + o.sync_bn);
+    if (!o.amp_dtype.empty()) arguments.push_back("amp_dtype=" + o.amp_dtype);
     if (o.cuda_graph) {
       arguments.emplace_back("cuda_graph=true");
       arguments.push_back("cuda_graph_scope=" + o.cuda_graph_scope);

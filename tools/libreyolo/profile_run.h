@@ -13,6 +13,7 @@ struct ProfileRunOptions {
   int image_size = 640;
   int workers = 8;
   bool amp = true;
+  std::string amp_dtype;  // empty: train's default
   int steps = 20;
   int warmup = 5;
   int repeat = 1;
