@@ -471,6 +471,7 @@ void Trainer::recover(const Divergence& divergence) {
             from_last ? record_.last().string() : std::string("the starting weights"), recoveries_);
   const models::Checkpoint good = from_last ? models::read_checkpoint(record_.last()) : *start_;
   t_.optimizer->state().clear();  // a checkpoint written before the first step holds none
+  if (auto* capturable = dynamic_cast<CapturableOptimizer*>(t_.optimizer.get())) capturable->state_loaded();
   load_run_state(t_, state_, good, /*weights=*/true);
   if (t_.graphs) t_.graphs->invalidate("recovering from a divergence: new optimizer state");
   t_.apply_schedule(state_.optimizer_steps);

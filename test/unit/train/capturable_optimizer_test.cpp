@@ -211,3 +211,25 @@ TEST_CASE("apply() reads the staged hyperparameters, not the host options (what 
     CHECK(close(staged_early.all(), staged_late.all()));
   }
 }
+
+TEST_CASE("Cleared state (a divergence recovery) restarts Adam's step count with its moments", "[optimizer]") {
+  const Weights a(11), b(11);
+  const OptimizerOptions options{.name = "adam", .lr0 = 0.001, .weight_decay = 0.0};
+  auto used = make_optimizer(a.groups(), options);
+  for (int step = 0; step < 3; ++step) {
+    set_gradients(a, step);
+    used->step();
+  }
+  used->state().clear();
+  dynamic_cast<CapturableOptimizer&>(*used).state_loaded();
+  for (std::size_t i = 0; i < a.all().size(); ++i) {
+    at::NoGradGuard no_grad;
+    b.all()[i].copy_(a.all()[i]);
+  }
+  auto fresh = make_optimizer(b.groups(), options);
+  set_gradients(a, 7);
+  set_gradients(b, 7);
+  used->step();
+  fresh->step();
+  CHECK(max_difference(a.all(), b.all()) == 0);  // step 1's bias correction on both
+}
