@@ -13,6 +13,7 @@
 #include <torch/cuda.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace libreyolo;
 
@@ -56,6 +57,35 @@ int main() {
                  stepped, moved, scaler.current_scale(), good ? "ok" : "FAILED");
       ok = ok && good;
     }
+  }
+  // The loss scaler on the device with the capturable optimizer: an injected Inf skips the step
+  // (weights, momentum kept) and halves the scale, clean steps grow it after growth_interval, all
+  // decided on the GPU (the flags are read here only to check them).
+  {
+    at::Tensor w = at::ones({4}, at::TensorOptions().device(device)).requires_grad_(true);
+    train::ParameterGroups groups;
+    groups.weights = {w};
+    auto optimizer = train::make_optimizer(groups, {.name = "sgd", .lr0 = 0.1, .momentum = 0.9, .nesterov = true, .weight_decay = 0});
+    train::GradScaler scaler(true, /*init_scale=*/1024.0, /*growth=*/2.0, /*backoff=*/0.5, /*interval=*/2);
+    const auto step = [&](float bad) {
+      optimizer->zero_grad(/*set_to_none=*/false);
+      scaler.scale((w * w).sum()).backward();  // gradient 2·1024·w
+      if (bad != 0) w.mutable_grad()[1] = bad;
+      const bool stepped = scaler.step(*optimizer).item<bool>();
+      scaler.update();
+      return stepped;
+    };
+    const bool clean1 = step(0);
+    const at::Tensor after_clean = w.detach().clone();
+    const bool skipped = !step(std::numeric_limits<float>::infinity());
+    const bool kept = at::equal(w.detach(), after_clean);
+    const double backed_off = scaler.current_scale();
+    const bool clean2 = step(0), clean3 = step(0);
+    const double grown = scaler.current_scale();
+    const bool good = clean1 && skipped && kept && backed_off == 512.0 && clean2 && clean3 && grown == 1024.0;
+    fmt::print("scaler on the device: clean step {}, inf step skipped {}, weights kept {}, scale after backoff {}, after 2 clean "
+               "steps {} {}\n", clean1, skipped, kept, backed_off, grown, good ? "ok" : "FAILED");
+    ok = ok && good;
   }
   return ok ? 0 : 1;
 }
