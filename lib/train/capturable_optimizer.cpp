@@ -53,6 +53,18 @@ void zero_where(std::vector<at::Tensor>& tensors, const at::Tensor& skip) {
   for (auto& t : tensors) t.masked_fill_(skip, 0);
 }
 
+// torch::optim's step(): the closure (under grad mode) for the loss, then stage and apply unmasked.
+at::Tensor staged_step(CapturableOptimizer& optimizer, const torch::optim::Optimizer::LossClosure& closure) {
+  at::Tensor loss;
+  if (closure) {
+    at::AutoGradMode grad(true);
+    loss = closure();
+  }
+  optimizer.stage();
+  optimizer.apply({});
+  return loss;
+}
+
 }  // namespace
 
 ForeachSGD::ForeachSGD(const std::vector<torch::optim::OptimizerParamGroup>& groups, torch::optim::SGDOptions defaults)
@@ -63,16 +75,7 @@ ForeachSGD::ForeachSGD(const std::vector<torch::optim::OptimizerParamGroup>& gro
   }
 }
 
-at::Tensor ForeachSGD::step(LossClosure closure) {
-  at::Tensor loss;
-  if (closure) {
-    at::AutoGradMode grad(true);
-    loss = closure();
-  }
-  stage();
-  apply({});
-  return loss;
-}
+at::Tensor ForeachSGD::step(LossClosure closure) { return staged_step(*this, closure); }
 
 void ForeachSGD::stage() {
   ensure_scalars(scalars_, param_groups(), false, {});
@@ -129,14 +132,7 @@ ForeachAdamBase<Base, Options, State>::ForeachAdamBase(const std::vector<torch::
 
 template <typename Base, typename Options, typename State>
 at::Tensor ForeachAdamBase<Base, Options, State>::step(torch::optim::Optimizer::LossClosure closure) {
-  at::Tensor loss;
-  if (closure) {
-    at::AutoGradMode grad(true);
-    loss = closure();
-  }
-  stage();
-  apply({});
-  return loss;
+  return staged_step(*this, closure);
 }
 
 template <typename Base, typename Options, typename State>

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "cuda/cuda_info.h"
 #include "train/amp.h"
+#include "train/capturable_optimizer.h"
 #include "train/checkpoints.h"
 #include "train/optimizer.h"
 #include "train/precise_bn.h"
@@ -19,7 +20,6 @@
 #include "eval/plots.h"
 
 #include <ATen/ATen.h>
-#include "train/capturable_optimizer.h"
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>

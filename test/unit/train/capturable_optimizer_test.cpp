@@ -64,6 +64,11 @@ std::unique_ptr<torch::optim::Optimizer> reference(const Weights& w, const Optim
   return std::make_unique<torch::optim::AdamW>(torch_groups(w, base, o.weight_decay), base);
 }
 
+void copy_weights(const Weights& from, const Weights& to) {
+  at::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < from.all().size(); ++i) to.all()[i].copy_(from.all()[i]);
+}
+
 void set_gradients(const Weights& w, int step) {
   torch::manual_seed(1000 + step);
   for (auto p : w.all()) p.mutable_grad() = torch::randn_like(p);
@@ -179,10 +184,7 @@ TEST_CASE("Adam's device step count survives a checkpoint round trip", "[optimiz
   }
   const c10::IValue saved = optimizer_state(*first);
   auto second = make_optimizer(b.groups(), options);
-  for (std::size_t i = 0; i < a.all().size(); ++i) {
-    at::NoGradGuard no_grad;
-    b.all()[i].copy_(a.all()[i]);
-  }
+  copy_weights(a, b);
   load_optimizer_state(*second, saved);
   set_gradients(a, 3);
   set_gradients(b, 3);
@@ -222,10 +224,7 @@ TEST_CASE("Cleared state (a divergence recovery) restarts Adam's step count with
   }
   used->state().clear();
   dynamic_cast<CapturableOptimizer&>(*used).state_loaded();
-  for (std::size_t i = 0; i < a.all().size(); ++i) {
-    at::NoGradGuard no_grad;
-    b.all()[i].copy_(a.all()[i]);
-  }
+  copy_weights(a, b);
   auto fresh = make_optimizer(b.groups(), options);
   set_gradients(a, 7);
   set_gradients(b, 7);
