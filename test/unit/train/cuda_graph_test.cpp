@@ -18,6 +18,7 @@
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -355,6 +356,11 @@ std::map<std::string, at::Tensor> trained_weights(const std::filesystem::path& r
   return out;
 }
 
+// Graphed and eager runs must see the same thread count: without OMP_NUM_THREADS the trainer
+// drops threads while another process competes (contention.h), and a reduction split differently
+// rounds differently. meson sets it; this keeps a run by hand deterministic too.
+void fix_thread_count() { ::setenv("OMP_NUM_THREADS", "1", /*overwrite=*/0); }
+
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -382,6 +388,7 @@ std::vector<std::string> results_metrics(const std::filesystem::path& run) {
 }  // namespace
 
 TEST_CASE("the trainer's graphed path (a fake backend on the CPU) trains the run eager trains, PGI branch and nbs included", "[graph][trainer]") {
+  fix_thread_count();
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("libreyolo_graph_trainer_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -416,6 +423,7 @@ TEST_CASE("the trainer's graphed path (a fake backend on the CPU) trains the run
 }
 
 TEST_CASE("cuda_graph_scope=loss/optimizer/step (a fake backend on the CPU): the step graph, the optimizer graph, clipping and EMA train the run eager trains", "[graph][trainer]") {
+  fix_thread_count();
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("libreyolo_graph_step_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -481,6 +489,7 @@ TEST_CASE("cuda_graph_scope=loss/optimizer/step (a fake backend on the CPU): the
 }
 
 TEST_CASE("cuda_graph_scope=loss on YOLOX: its loss stays eager, the network is graphed, one log line says why", "[graph][trainer]") {
+  fix_thread_count();
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("libreyolo_graph_yolox_" + std::to_string(::getpid()));
   fs::create_directories(dir / "run");
