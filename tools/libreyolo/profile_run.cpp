@@ -43,10 +43,9 @@ int run_profile_trials(const ProfileRunOptions& o, bool json) {
     }
     if (!o.sync_bn.empty()) arguments.push_back("sync_bn=" + o.sync_bn);
     if (!o.amp_dtype.empty()) arguments.push_back("amp_dtype=" + o.amp_dtype);
-    if (o.cuda_graph) {
-      arguments.emplace_back("cuda_graph=true");
-      arguments.push_back("cuda_graph_scope=" + o.cuda_graph_scope);
-    }
+    if (o.cuda_graph) arguments.emplace_back("cuda_graph=true");
+    // passed even without --cuda_graph: training then says in one line that it is ignored
+    if (o.cuda_graph || o.cuda_graph_scope != "network") arguments.push_back("cuda_graph_scope=" + o.cuda_graph_scope);
     log::set_quiet(json);
     const fs::path run_dir = fs::path(o.project) / name;
     std::error_code ignored;
