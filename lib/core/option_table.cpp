@@ -89,13 +89,9 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {.name = "cuda_graph_scope", .type = T::choice, .default_value = "network", .group = "loop",
      .help = "with cuda_graph=true, what the graphs hold (each includes the one before): network = the forward and "
              "backward (LibreYOLO's boundary); loss = forward, loss and backward as one graph (YOLOv9, one process; targets "
-             "padded to max_labels); optimizer = also the optimizer step as a second graph (unscale, clipping, the update, "
+             "padded to max_labels, the most boxes the pipeline keeps per image); optimizer = also the optimizer step as a second graph (unscale, clipping, the update, "
              "the loss scale; lr and momentum in device tensors); step = the EMA update in it too",
      .commands = train_profile, .choices = "network loss optimizer step", .support = S::honoured},
-    {.name = "max_labels", .type = T::integer, .default_value = "128", .group = "loop",
-     .help = "with cuda_graph_scope=loss and up: label slots per image the captured loss is padded to (static shapes); a "
-             "batch with an image holding more runs eager",
-     .commands = train_profile, .minimum = 1, .maximum = 100000, .support = S::honoured},
     {.name = "channels_last", .type = T::choice, .default_value = "auto", .group = "loop",
      .help = "convolution weights and images channels-last (NHWC) in training; auto = on for YOLOv9 on the CPU "
              "(oneDNN: 25% faster steps at 160 px, 4% at 640), off for YOLOX (17% slower at 640) and on CUDA",
@@ -224,7 +220,7 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
      .help = "last N epochs run without mosaic/mixup (YOLOX also turns its L1 loss on)", .commands = train_data, .minimum = 0,
      .maximum = 1e6, .support = S::honoured},
     {.name = "max_labels", .type = T::integer, .default_value = "300", .group = "augmentation",
-     .help = "most boxes kept per training image", .commands = train_data, .minimum = 1, .maximum = 100000, .support = S::honoured},
+     .help = "most boxes kept per training image (and the label slots of a captured loss: cuda_graph_scope=loss and up)", .commands = train_data, .minimum = 1, .maximum = 100000, .support = S::honoured},
 
     // --- loss
     {.name = "box", .type = T::real, .default_value = "7.5", .group = "loss",

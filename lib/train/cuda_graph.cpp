@@ -226,7 +226,7 @@ bool GraphManager::micro_step(const MicroStepWork& step) {
   };
   if (!graphs_loss()) return eager();
   if (step_graph_) {
-    if (step.key != step_key_) return eager();  // a last partial batch, a batch with more labels
+    if (step.key != step_key_) return eager();  // a last partial batch, another multi_scale size
     try {
       step.load();
       backend_->replay(*step_graph_);

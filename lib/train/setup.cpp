@@ -350,9 +350,6 @@ void set_up_cuda_graph(Training& t) {
     if (t.config.differs_from_default("cuda_graph_scope")) {
       log::info("cuda_graph_scope={} ignored: it applies with cuda_graph=true", t.config.get_text("cuda_graph_scope"));
     }
-    if (t.config.differs_from_default("max_labels")) {
-      log::info("max_labels={} ignored: it applies with cuda_graph=true", t.config.get_int("max_labels"));
-    }
     return;
   }
   std::string missing;
@@ -388,7 +385,7 @@ void set_up_cuda_graph(Training& t) {
                                               : "the optimizer step is a second graph, captured on the 3rd step; EMA stays eager";
   if (options.loss) {
     log::info("cuda_graph: forward, loss and backward are one graph, captured on the 3rd batch of a shape after 3 warm-up runs "
-              "(targets padded to max_labels={} per image; a batch with more runs eager); {}", t.graph_label_slots, optimizer);
+              "(targets padded to max_labels={} per image, the most the pipeline keeps); {}", t.graph_label_slots, optimizer);
   } else {
     log::info("cuda_graph: the network's forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; "
               "the loss stays eager; {}", optimizer);

@@ -425,6 +425,7 @@ class Trainer {
   void carry_out_stop();
   bool end_epoch();
   std::optional<eval::Validation> validate(models::DetectionModel& model);
+  void log_graph_counts() const;
   bool val_graphs_logged_ = false;
   bool take_validation(const eval::Validation& validation);
   nlohmann::ordered_json epoch_row(bool is_best, const std::optional<eval::Validation>& validation);
@@ -664,6 +665,25 @@ std::optional<eval::Validation> Trainer::validate(models::DetectionModel& model)
   return validation;
 }
 
+// How much of the run the graphs carried (batches of other shapes, the first ones, run eager).
+void Trainer::log_graph_counts() const {
+  const GraphManager& g = *t_.graphs;
+  const GraphManager::Counts& c = g.counts();
+  std::vector<std::string> parts;
+  if (c.step_replays + c.step_eager > 0) {
+    parts.push_back(fmt::format("{} of {} batches replayed from the step graph", c.step_replays, c.step_replays + c.step_eager));
+  }
+  if (c.replays + c.eager + c.eager_after_capture > 0) {
+    parts.push_back(fmt::format("{} of {} network passes replayed", c.replays, c.replays + c.eager + c.eager_after_capture));
+  }
+  if (c.optimizer_replays + c.optimizer_eager + c.optimizer_captures > 0 && g.graphs_optimizer()) {
+    parts.push_back(fmt::format("{} of {} optimizer steps replayed", c.optimizer_replays,
+                                c.optimizer_replays + c.optimizer_eager + c.optimizer_captures));
+  }
+  if (g.disabled()) parts.push_back("then disabled: " + *g.disabled_reason());
+  if (!parts.empty()) log::info("cuda_graph: {}", fmt::join(parts, "; "));
+}
+
 // Best-model bookkeeping, the table and the average pool for a validation; true when it is the best.
 bool Trainer::take_validation(const eval::Validation& validation) {
   const double metric = metric_value(validation, state_.metric_name);
@@ -774,6 +794,7 @@ TrainOutcome Trainer::finish() {
   if (state_.best_epoch) result["best_checkpoint"] = (record_.weights_dir() / "best.pt").string();
   if (average_ && !stop_ && average_->size()) result["average_checkpoint"] = (record_.weights_dir() / "average.pt").string();
   result["seconds"] = record_.elapsed();
+  if (t_.graphs) log_graph_counts();
   hooks_.on_train_end(state_, result);
   if (!stop_) {
     record_.status("completed", state_.epoch, 0);

@@ -12,8 +12,8 @@ compare=$LIBREYOLO_SOURCE_ROOT/test/dist/compare_runs.py
 for case in "yolo9-t amp=true nbs=4|captured training forward/backward at input shape 2x3x320x320" \
             "yolo9-t amp=false nbs=2|captured training forward/backward at input shape 2x3x320x320" \
             "yolox-s amp=true nbs=2|captured training forward/backward at input shape 2x3x320x320" \
-            "yolo9-t amp=true nbs=4 cuda_graph_scope=step|captured the training step (forward, loss, backward) at 2x3x320x320, 128 label slots|captured the optimizer step" \
-            "yolo9-t amp=false nbs=2 cuda_graph_scope=loss|captured the training step (forward, loss, backward) at 2x3x320x320, 128 label slots" \
+            "yolo9-t amp=true nbs=4 cuda_graph_scope=step|captured the training step (forward, loss, backward) at 2x3x320x320, 300 label slots|captured the optimizer step" \
+            "yolo9-t amp=false nbs=2 cuda_graph_scope=loss|captured the training step (forward, loss, backward) at 2x3x320x320, 300 label slots" \
             "yolox-s amp=true nbs=2 cuda_graph_scope=optimizer|captured training forward/backward at input shape 2x3x320x320|captured the optimizer step"; do
   run=${case%%|*}; lines=${case#*|}
   model=${run%% *}; args=${run#* }

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <set>
 #include <unistd.h>
 #include <string>
 #include <vector>
@@ -61,6 +62,18 @@ std::string other_value(const OptionSpec& spec) {
 }
 
 }  // namespace
+
+TEST_CASE("Every key is in the table once, and no alias is also a key", "[support]") {
+  std::set<std::string_view> names;
+  for (const auto& spec : libreyolo::config::option_table()) {
+    INFO(spec.name);
+    CHECK(names.insert(spec.name).second);  // a second entry would shadow the first's default and help
+  }
+  for (const auto& alias : libreyolo::config::aliases()) {
+    INFO(alias.alias);
+    CHECK(names.count(alias.alias) == 0);
+  }
+}
 
 TEST_CASE("Every key of the table is honoured, logged or refused", "[support]") {
   const std::string sources = program_sources();

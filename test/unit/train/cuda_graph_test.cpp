@@ -482,6 +482,9 @@ TEST_CASE("cuda_graph_scope=loss/optimizer/step (a fake backend on the CPU): the
     CHECK((text.find("cuda_graph: captured the optimizer step") != std::string::npos) == (e.captures == 3));
     CHECK(text.find("captured training forward/backward") == std::string::npos);  // one graph holds the network
     CHECK(text.find("cuda_graph: validation replays 1 of 3 batches from 1 graphs") != std::string::npos);
+    CHECK(text.find(e.captures == 2 ? "cuda_graph: 7 of 9 batches replayed from the step graph\n"
+                                    : "cuda_graph: 7 of 9 batches replayed from the step graph; 3 of 6 optimizer steps replayed\n") !=
+          std::string::npos);
     CHECK_FALSE(results_metrics(dir / "eager").empty());
     CHECK(results_metrics(dir / e.scope) == results_metrics(dir / "eager"));
   }
