@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <type_traits>
 #include <memory>
@@ -94,8 +95,31 @@ void ForeachSGD::stage() {
   }
 }
 
+// The CPU form: the staged values read back, torch::optim's per-tensor ops (on the CPU a foreach op
+// is a loop of them, slower than writing it: bench/optimizer_step).
+void ForeachSGD::apply_on_host(const at::Tensor& found_inf) {
+  if (found_inf.defined() && found_inf.item<double>() != 0) return;  // the skipped step is not taken at all
+  for (std::size_t g = 0; g < param_groups().size(); ++g) {
+    const auto& group = param_groups()[g];
+    const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
+    Live l = live(group);
+    if (l.params.empty()) continue;
+    const double lr = scalars_.at(g).lr.item<double>(), momentum = scalars_.at(g).momentum.item<double>();
+    for (std::size_t i = 0; i < l.params.size(); ++i) {
+      at::Tensor d = o.weight_decay() != 0 ? l.grads[i].add(l.params[i], o.weight_decay()) : l.grads[i];
+      if (o.momentum() != 0) {
+        at::Tensor& buf = static_cast<torch::optim::SGDParamState&>(*state().at(l.params[i].unsafeGetTensorImpl())).momentum_buffer();
+        buf.mul_(momentum).add_(d);
+        d = o.nesterov() ? d.add(buf, momentum) : buf;
+      }
+      l.params[i].add_(d, -lr);
+    }
+  }
+}
+
 void ForeachSGD::apply(const at::Tensor& found_inf) {
   at::NoGradGuard no_grad;
+  if (!param_groups().empty() && host_scalars(param_groups().front().params().front())) return apply_on_host(found_inf);
   const bool masked = found_inf.defined();
   const at::Tensor skip = masked ? found_inf.ne(0) : at::Tensor();
   for (std::size_t g = 0; g < param_groups().size(); ++g) {
@@ -159,9 +183,37 @@ void ForeachAdamBase<Base, Options, State>::stage() {
 }
 
 template <typename Base, typename Options, typename State>
+void ForeachAdamBase<Base, Options, State>::apply_on_host(const at::Tensor& found_inf) {
+  constexpr bool decoupled = std::is_same_v<Options, torch::optim::AdamWOptions>;
+  if (found_inf.defined() && found_inf.item<double>() != 0) return;  // the skipped step is not taken at all
+  for (std::size_t g = 0; g < this->param_groups().size(); ++g) {
+    const auto& group = this->param_groups()[g];
+    const auto& o = static_cast<const Options&>(group.options());
+    Live l = live(group);
+    if (l.params.empty()) continue;
+    const GroupScalars& s = scalars_.at(g);
+    const auto [beta1, beta2] = o.betas();
+    const double lr = s.lr.item<double>(), t = s.step.add_(1).item<double>();
+    const double correction1 = 1 - std::pow(beta1, t), correction2_sqrt = std::sqrt(1 - std::pow(beta2, t));
+    for (std::size_t i = 0; i < l.params.size(); ++i) {
+      at::Tensor& p = l.params[i];
+      auto& st = static_cast<State&>(*this->state().at(p.unsafeGetTensorImpl()));
+      if (decoupled && o.weight_decay() != 0) p.mul_(1 - lr * o.weight_decay());
+      const at::Tensor grad = !decoupled && o.weight_decay() != 0 ? l.grads[i].add(p, o.weight_decay()) : l.grads[i];
+      st.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
+      st.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+      p.addcdiv_(st.exp_avg(), (st.exp_avg_sq().sqrt() / correction2_sqrt).add_(o.eps()), -lr / correction1);
+    }
+  }
+}
+
+template <typename Base, typename Options, typename State>
 void ForeachAdamBase<Base, Options, State>::apply(const at::Tensor& found_inf) {
   constexpr bool decoupled = std::is_same_v<Options, torch::optim::AdamWOptions>;
   at::NoGradGuard no_grad;
+  if (!this->param_groups().empty() && this->host_scalars(this->param_groups().front().params().front())) {
+    return apply_on_host(found_inf);
+  }
   const bool masked = found_inf.defined();
   const at::Tensor skip = masked ? found_inf.ne(0) : at::Tensor();
   for (std::size_t g = 0; g < this->param_groups().size(); ++g) {

@@ -288,7 +288,7 @@ void GraphManager::optimizer_step(const std::function<void()>& stage, const std:
       ++counts_.optimizer_eager;
       return work();  // a failed CUDA capture ran nothing
     }
-    log::info("cuda_graph: captured the optimizer step (unscale, clipping, update, loss scale, EMA)");
+    log::info("cuda_graph: captured the optimizer step (unscale, clipping, update, loss scale{})", options_.ema ? ", EMA" : "");
     if (backend_->capture_has_effects()) return;
   }
   try {

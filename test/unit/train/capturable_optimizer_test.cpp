@@ -23,7 +23,8 @@ struct Weights {
     bn = {torch::randn({8}), torch::randn({5})};
     weights = {torch::randn({4, 3, 3, 3}), torch::randn({7, 5})};
     biases = {torch::randn({4}), torch::randn({7})};
-    for (auto* list : {&bn, &weights, &biases}) for (auto& t : *list) t.set_requires_grad(true);
+    for (auto* list : {&bn, &weights, &biases})
+      for (auto& t : *list) t.set_requires_grad(true);
   }
   std::vector<at::Tensor> all() const {
     std::vector<at::Tensor> out = bn;
@@ -90,35 +91,39 @@ bool close(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
 
 }  // namespace
 
-TEST_CASE("Capturable SGD, Adam and AdamW step like torch::optim's under a changing schedule", "[optimizer]") {
-  for (const char* name : {"sgd", "adam", "adamw"}) {
-    for (const bool nesterov : {true, false}) {
-      if (std::string(name) != "sgd" && !nesterov) continue;
-      const OptimizerOptions options{.name = name, .lr0 = 0.01, .momentum = 0.9, .nesterov = nesterov, .weight_decay = 0.05};
-      const Weights ours(7), theirs(7);
-      auto optimizer = make_optimizer(ours.groups(), options);
-      REQUIRE(dynamic_cast<CapturableOptimizer*>(optimizer.get()) != nullptr);
-      auto expected = reference(theirs, options);
-      for (int step = 0; step < 6; ++step) {
-        set_gradients(ours, step);
-        set_gradients(theirs, step);
-        for (auto* o : {optimizer.get(), expected.get()}) {  // warm-up-like: every step its own lr and momentum
-          set_learning_rate(*o, 0.01 * (step + 1));
-          set_momentum(*o, 0.8 + 0.02 * step);
+TEST_CASE("Capturable SGD, Adam and AdamW step like torch::optim's under a changing schedule, in both forms", "[optimizer]") {
+  for (const bool device_form : {false, true}) {  // the CPU's host-Scalar form and the form a GPU captures
+    for (const char* name : {"sgd", "adam", "adamw"}) {
+      for (const bool nesterov : {true, false}) {
+        if (std::string(name) != "sgd" && !nesterov) continue;
+        const OptimizerOptions options{.name = name, .lr0 = 0.01, .momentum = 0.9, .nesterov = nesterov, .weight_decay = 0.05};
+        const Weights ours(7), theirs(7);
+        auto optimizer = make_optimizer(ours.groups(), options);
+        REQUIRE(dynamic_cast<CapturableOptimizer*>(optimizer.get()) != nullptr);
+        dynamic_cast<CapturableOptimizer&>(*optimizer).use_device_tensors(device_form);
+        auto expected = reference(theirs, options);
+        for (int step = 0; step < 6; ++step) {
+          set_gradients(ours, step);
+          set_gradients(theirs, step);
+          for (auto* o : {optimizer.get(), expected.get()}) {  // warm-up-like: every step its own lr and momentum
+            set_learning_rate(*o, 0.01 * (step + 1));
+            set_momentum(*o, 0.8 + 0.02 * step);
+          }
+          optimizer->step();
+          expected->step();
         }
-        optimizer->step();
-        expected->step();
-      }
-      INFO(name << " nesterov " << nesterov << ": largest difference " << max_difference(ours.all(), theirs.all()));
-      CHECK(close(ours.all(), theirs.all()));
-      // the state in torch.optim's layout is the same too (Adam's step count written back)
-      const auto a = optimizer_state(*optimizer).toGenericDict().at("state").toGenericDict();
-      const auto b = optimizer_state(*expected).toGenericDict().at("state").toGenericDict();
-      REQUIRE(a.size() == b.size());
-      for (const auto& entry : b) {
-        const auto ours_entry = a.at(entry.key()).toGenericDict();
-        for (const auto& field : entry.value().toGenericDict()) {
-          CHECK(at::allclose(ours_entry.at(field.key()).toTensor(), field.value().toTensor(), 1e-5, 1e-6));
+        INFO(name << " nesterov " << nesterov << " device form " << device_form << ": largest difference "
+                  << max_difference(ours.all(), theirs.all()));
+        CHECK(close(ours.all(), theirs.all()));
+        // the state in torch.optim's layout is the same too (Adam's step count written back)
+        const auto a = optimizer_state(*optimizer).toGenericDict().at("state").toGenericDict();
+        const auto b = optimizer_state(*expected).toGenericDict().at("state").toGenericDict();
+        REQUIRE(a.size() == b.size());
+        for (const auto& entry : b) {
+          const auto ours_entry = a.at(entry.key()).toGenericDict();
+          for (const auto& field : entry.value().toGenericDict()) {
+            CHECK(at::allclose(ours_entry.at(field.key()).toTensor(), field.value().toTensor(), 1e-5, 1e-6));
+          }
         }
       }
     }
@@ -126,52 +131,60 @@ TEST_CASE("Capturable SGD, Adam and AdamW step like torch::optim's under a chang
 }
 
 TEST_CASE("A masked step changes no weight, buffer or count; the next clean step goes on as if it never ran", "[optimizer]") {
-  for (const char* name : {"sgd", "adam", "adamw"}) {
-    INFO(name);
-    const OptimizerOptions options{.name = name, .lr0 = 0.01, .momentum = 0.9, .nesterov = true, .weight_decay = 0.05};
-    const Weights ours(3), theirs(3);
-    auto optimizer = make_optimizer(ours.groups(), options);
-    auto expected = make_optimizer(theirs.groups(), options);
-    auto& capturable = dynamic_cast<CapturableOptimizer&>(*optimizer);
-    const at::Tensor overflow = torch::ones({}), clean = torch::zeros({});
-    for (const bool first_skipped : {true, false}) {
-      set_gradients(ours, first_skipped ? 0 : 1);
-      const std::vector<at::Tensor> before = [&] {
-        std::vector<at::Tensor> out;
-        for (const auto& p : ours.all()) out.push_back(p.detach().clone());
-        return out;
-      }();
-      ours.weights[0].mutable_grad()[0][0][0][0] = std::numeric_limits<float>::infinity();
-      capturable.stage();
-      capturable.apply(overflow);  // a first step that is skipped (no state yet) and a later one
-      CHECK(max_difference(ours.all(), before) == 0);
-      set_gradients(ours, first_skipped ? 0 : 1);
-      set_gradients(theirs, first_skipped ? 0 : 1);
-      capturable.stage();
-      capturable.apply(clean);
-      expected->step();
-      CHECK(close(ours.all(), theirs.all()));
+  for (const bool device_form : {false, true}) {
+    for (const char* name : {"sgd", "adam", "adamw"}) {
+      INFO(name << " device form " << device_form);
+      const OptimizerOptions options{.name = name, .lr0 = 0.01, .momentum = 0.9, .nesterov = true, .weight_decay = 0.05};
+      const Weights ours(3), theirs(3);
+      auto optimizer = make_optimizer(ours.groups(), options);
+      auto expected = make_optimizer(theirs.groups(), options);
+      auto& capturable = dynamic_cast<CapturableOptimizer&>(*optimizer);
+      capturable.use_device_tensors(device_form);
+      const at::Tensor overflow = torch::ones({}), clean = torch::zeros({});
+      for (const bool first_skipped : {true, false}) {
+        set_gradients(ours, first_skipped ? 0 : 1);
+        const std::vector<at::Tensor> before = [&] {
+          std::vector<at::Tensor> out;
+          for (const auto& p : ours.all()) out.push_back(p.detach().clone());
+          return out;
+        }();
+        ours.weights[0].mutable_grad()[0][0][0][0] = std::numeric_limits<float>::infinity();
+        capturable.stage();
+        capturable.apply(overflow);  // a first step that is skipped (no state yet) and a later one
+        CHECK(max_difference(ours.all(), before) == 0);
+        set_gradients(ours, first_skipped ? 0 : 1);
+        set_gradients(theirs, first_skipped ? 0 : 1);
+        capturable.stage();
+        capturable.apply(clean);
+        expected->step();
+        CHECK(close(ours.all(), theirs.all()));
+      }
     }
   }
 }
 
 TEST_CASE("GradScaler over a capturable optimizer decides the skip on the device", "[optimizer][amp]") {
-  const Weights w(5);
-  auto optimizer = make_optimizer(w.groups(), {.name = "sgd", .lr0 = 0.1, .momentum = 0.9, .nesterov = true, .weight_decay = 0});
-  GradScaler scaler(true, 8.0, 2.0, 0.5, 2);
-  (void)scaler.scale(torch::ones({}));
-  set_gradients(w, 0);
-  const at::Tensor before = w.weights[1].detach().clone();
-  w.weights[1].mutable_grad()[0][0] = std::numeric_limits<float>::quiet_NaN();
-  const at::Tensor stepped = scaler.step(*optimizer);
-  scaler.update();
-  CHECK_FALSE(stepped.item<bool>());
-  CHECK(at::equal(w.weights[1].detach(), before));
-  CHECK(scaler.current_scale() == 4.0);
-  set_gradients(w, 1);
-  CHECK(scaler.step(*optimizer).item<bool>());
-  scaler.update();
-  CHECK_FALSE(at::equal(w.weights[1].detach(), before));
+  for (const bool device_form : {false, true}) {
+    INFO("device form " << device_form);
+    const Weights w(5);
+    auto optimizer =
+        make_optimizer(w.groups(), {.name = "sgd", .lr0 = 0.1, .momentum = 0.9, .nesterov = true, .weight_decay = 0});
+    dynamic_cast<CapturableOptimizer&>(*optimizer).use_device_tensors(device_form);
+    GradScaler scaler(true, 8.0, 2.0, 0.5, 2);
+    (void)scaler.scale(torch::ones({}));
+    set_gradients(w, 0);
+    const at::Tensor before = w.weights[1].detach().clone();
+    w.weights[1].mutable_grad()[0][0] = std::numeric_limits<float>::quiet_NaN();
+    const at::Tensor stepped = scaler.step(*optimizer);
+    scaler.update();
+    CHECK_FALSE(stepped.item<bool>());
+    CHECK(at::equal(w.weights[1].detach(), before));
+    CHECK(scaler.current_scale() == 4.0);
+    set_gradients(w, 1);
+    CHECK(scaler.step(*optimizer).item<bool>());
+    scaler.update();
+    CHECK_FALSE(at::equal(w.weights[1].detach(), before));
+  }
 }
 
 TEST_CASE("Adam's device step count survives a checkpoint round trip", "[optimizer]") {
@@ -205,8 +218,9 @@ TEST_CASE("apply() reads the staged hyperparameters, not the host options (what 
     set_gradients(staged_early, 0);
     set_gradients(staged_late, 0);
     auto& ca = dynamic_cast<CapturableOptimizer&>(*a);
-    ca.stage();  // lr 0.01, momentum 0.9 staged ...
-    set_learning_rate(*a, 0.5);  // ... then changed on the host only
+    ca.use_device_tensors(std::string(name) != "sgd");  // both forms: the host form reads the staged tensors back too
+    ca.stage();                                         // lr 0.01, momentum 0.9 staged ...
+    set_learning_rate(*a, 0.5);                         // ... then changed on the host only
     set_momentum(*a, 0.1);
     ca.apply({});
     b->step();  // lr 0.01, momentum 0.9

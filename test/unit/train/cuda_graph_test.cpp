@@ -268,6 +268,7 @@ Trained train_scaled(GraphManager* manager, int steps, int overflow) {
   groups.weights = net.parameters();
   auto optimizer = make_optimizer(groups, {.name = "sgd", .lr0 = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-3});
   auto& capturable = dynamic_cast<CapturableOptimizer&>(*optimizer);
+  capturable.use_device_tensors(true);  // the form a GPU captures: hyperparameters and the skip in tensors
   GradScaler scaler(true, 1024.0, 2.0, 0.5, 2);
   Trained out;
   for (int step = 0; step < steps; ++step) {
