@@ -66,6 +66,119 @@ at::Tensor staged_step(CapturableOptimizer& optimizer, const torch::optim::Optim
   return loss;
 }
 
+// The group loop both optimizers share. On the CPU (`host`) the flag is read back for free and a
+// skipped step is not taken at all; on a GPU `skip` masks it on the device.
+template <typename Options, typename OnHost, typename OnDevice>
+void apply_groups(torch::optim::Optimizer& optimizer, const std::vector<GroupScalars>& scalars, bool host,
+                  const at::Tensor& found_inf, const OnHost& on_host, const OnDevice& on_device) {
+  at::NoGradGuard no_grad;
+  if (host && found_inf.defined() && found_inf.item<double>() != 0) return;
+  const at::Tensor skip = !host && found_inf.defined() ? found_inf.ne(0) : at::Tensor();
+  for (std::size_t g = 0; g < optimizer.param_groups().size(); ++g) {
+    const auto& group = optimizer.param_groups()[g];
+    Live l = live(group);
+    if (l.params.empty()) continue;
+    const auto& o = static_cast<const Options&>(group.options());
+    if (host) on_host(optimizer, o, l, scalars.at(g));
+    else on_device(optimizer, o, l, scalars.at(g), skip);
+  }
+}
+
+template <typename State>
+State& state_of(torch::optim::Optimizer& optimizer, const at::Tensor& p) {
+  return static_cast<State&>(*optimizer.state().at(p.unsafeGetTensorImpl()));
+}
+
+// The CPU forms: the staged values read back, torch::optim's per-tensor ops (on the CPU a foreach
+// op is a loop of them, slower than writing it: bench/optimizer_step).
+void sgd_on_host(torch::optim::Optimizer& optimizer, const torch::optim::SGDOptions& o, Live& l, const GroupScalars& s) {
+  const double lr = s.lr.item<double>(), momentum = s.momentum.item<double>();
+  for (std::size_t i = 0; i < l.params.size(); ++i) {
+    at::Tensor d = o.weight_decay() != 0 ? l.grads[i].add(l.params[i], o.weight_decay()) : l.grads[i];
+    if (o.momentum() != 0) {
+      at::Tensor& buf = state_of<torch::optim::SGDParamState>(optimizer, l.params[i]).momentum_buffer();
+      buf.mul_(momentum).add_(d);
+      d = o.nesterov() ? d.add(buf, momentum) : buf;
+    }
+    l.params[i].add_(d, -lr);
+  }
+}
+
+template <bool decoupled, typename State, typename Options>
+void adam_on_host(torch::optim::Optimizer& optimizer, const Options& o, Live& l, const GroupScalars& s) {
+  const auto [beta1, beta2] = o.betas();
+  const double lr = s.lr.item<double>(), t = s.step.add_(1).item<double>();
+  const double correction1 = 1 - std::pow(beta1, t), correction2_sqrt = std::sqrt(1 - std::pow(beta2, t));
+  for (std::size_t i = 0; i < l.params.size(); ++i) {
+    at::Tensor& p = l.params[i];
+    auto& st = state_of<State>(optimizer, p);
+    if (decoupled && o.weight_decay() != 0) p.mul_(1 - lr * o.weight_decay());
+    const at::Tensor grad = !decoupled && o.weight_decay() != 0 ? l.grads[i].add(p, o.weight_decay()) : l.grads[i];
+    st.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
+    st.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+    p.addcdiv_(st.exp_avg(), (st.exp_avg_sq().sqrt() / correction2_sqrt).add_(o.eps()), -lr / correction1);
+  }
+}
+
+// The device forms: foreach kernels reading only device tensors (capturable); `skip` (defined
+// under a loss scaler) masks an overflowed step.
+void sgd_on_device(torch::optim::Optimizer& optimizer, const torch::optim::SGDOptions& o, Live& l, const GroupScalars& s,
+                   const at::Tensor& skip) {
+  const bool masked = skip.defined();
+  // d = g + wd·p; with momentum, buf = m·buf + d and d = d + m·buf (Nesterov) or buf; p −= lr·d
+  std::vector<at::Tensor> d = o.weight_decay() != 0 ? at::_foreach_add(l.grads, l.params, o.weight_decay()) : l.grads;
+  if (masked) zero_where(d, skip);
+  if (o.momentum() != 0) {
+    std::vector<at::Tensor> buffers;
+    for (const auto& p : l.params) buffers.push_back(state_of<torch::optim::SGDParamState>(optimizer, p).momentum_buffer());
+    at::_foreach_mul_(buffers, masked ? at::where(skip, 1.0, s.momentum) : s.momentum);  // a skipped step keeps buf
+    at::_foreach_add_(buffers, d);
+    d = o.nesterov() ? at::_foreach_add(d, at::_foreach_mul(buffers, s.momentum)) : buffers;
+  }
+  const at::Tensor step = masked ? at::where(skip, 0.0, s.lr.neg()) : s.lr.neg();
+  at::_foreach_add_(l.params, at::_foreach_mul(d, step));
+}
+
+template <bool decoupled, typename State, typename Options>
+void adam_on_device(torch::optim::Optimizer& optimizer, const Options& o, Live& l, const GroupScalars& s, const at::Tensor& skip) {
+  const bool masked = skip.defined();
+  const auto [beta1, beta2] = o.betas();
+  std::vector<at::Tensor> exp_avg, exp_avg_sq;
+  for (const auto& p : l.params) {
+    auto& st = state_of<State>(optimizer, p);
+    exp_avg.push_back(st.exp_avg());
+    exp_avg_sq.push_back(st.exp_avg_sq());
+  }
+  if (masked) s.step.add_(skip.logical_not()); else s.step.add_(1);
+  std::vector<at::Tensor> grads = !decoupled && o.weight_decay() != 0 ? at::_foreach_add(l.grads, l.params, o.weight_decay())
+                                                                      : l.grads;
+  if (masked) zero_where(grads, skip);
+  if (decoupled && o.weight_decay() != 0) {  // p·(1 − lr·wd)
+    const at::Tensor factor = (1 - s.lr * o.weight_decay()).to(at::kFloat);
+    at::_foreach_mul_(l.params, masked ? at::where(skip, 1.0, factor) : factor);
+  }
+  // m = β1·m + (1 − β1)·g, v = β2·v + (1 − β2)·g²; a skipped step has g = 0 and keeps m and v
+  if (masked) {
+    at::_foreach_mul_(exp_avg, at::where(skip, 1.0, device_scalar(s.lr, beta1)));
+    at::_foreach_mul_(exp_avg_sq, at::where(skip, 1.0, device_scalar(s.lr, beta2)));
+  } else {
+    at::_foreach_mul_(exp_avg, beta1);
+    at::_foreach_mul_(exp_avg_sq, beta2);
+  }
+  at::_foreach_add_(exp_avg, grads, 1 - beta1);
+  at::_foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2);
+  // p −= lr / (1 − β1^t) · m / (√v / √(1 − β2^t) + eps)
+  const at::Tensor t = s.step.clamp_min(1);  // a first step that was skipped divides by nothing
+  const at::Tensor correction1 = 1 - at::pow(beta1, t), correction2_sqrt = (1 - at::pow(beta2, t)).sqrt().to(at::kFloat);
+  std::vector<at::Tensor> denominator = at::_foreach_sqrt(exp_avg_sq);
+  at::_foreach_div_(denominator, correction2_sqrt);
+  at::_foreach_add_(denominator, o.eps());
+  const at::Tensor step_size = (s.lr / correction1).neg().to(at::kFloat);
+  std::vector<at::Tensor> update = at::_foreach_div(exp_avg, denominator);
+  at::_foreach_mul_(update, masked ? at::where(skip, 0.0, step_size) : step_size);
+  at::_foreach_add_(l.params, update);
+}
+
 }  // namespace
 
 ForeachSGD::ForeachSGD(const std::vector<torch::optim::OptimizerParamGroup>& groups, torch::optim::SGDOptions defaults)
@@ -95,54 +208,10 @@ void ForeachSGD::stage() {
   }
 }
 
-// The CPU form: the staged values read back, torch::optim's per-tensor ops (on the CPU a foreach op
-// is a loop of them, slower than writing it: bench/optimizer_step).
-void ForeachSGD::apply_on_host(const at::Tensor& found_inf) {
-  if (found_inf.defined() && found_inf.item<double>() != 0) return;  // the skipped step is not taken at all
-  for (std::size_t g = 0; g < param_groups().size(); ++g) {
-    const auto& group = param_groups()[g];
-    const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
-    Live l = live(group);
-    if (l.params.empty()) continue;
-    const double lr = scalars_.at(g).lr.item<double>(), momentum = scalars_.at(g).momentum.item<double>();
-    for (std::size_t i = 0; i < l.params.size(); ++i) {
-      at::Tensor d = o.weight_decay() != 0 ? l.grads[i].add(l.params[i], o.weight_decay()) : l.grads[i];
-      if (o.momentum() != 0) {
-        at::Tensor& buf = static_cast<torch::optim::SGDParamState&>(*state().at(l.params[i].unsafeGetTensorImpl())).momentum_buffer();
-        buf.mul_(momentum).add_(d);
-        d = o.nesterov() ? d.add(buf, momentum) : buf;
-      }
-      l.params[i].add_(d, -lr);
-    }
-  }
-}
-
 void ForeachSGD::apply(const at::Tensor& found_inf) {
-  at::NoGradGuard no_grad;
-  if (!param_groups().empty() && host_scalars(param_groups().front().params().front())) return apply_on_host(found_inf);
-  const bool masked = found_inf.defined();
-  const at::Tensor skip = masked ? found_inf.ne(0) : at::Tensor();
-  for (std::size_t g = 0; g < param_groups().size(); ++g) {
-    const auto& group = param_groups()[g];
-    const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
-    Live l = live(group);
-    if (l.params.empty()) continue;
-    const GroupScalars& s = scalars_.at(g);
-    // d = g + wd·p; with momentum, buf = m·buf + d and d = d + m·buf (Nesterov) or buf; p −= lr·d
-    std::vector<at::Tensor> d = o.weight_decay() != 0 ? at::_foreach_add(l.grads, l.params, o.weight_decay()) : l.grads;
-    if (masked) zero_where(d, skip);
-    if (o.momentum() != 0) {
-      std::vector<at::Tensor> buffers;
-      for (const auto& p : l.params) {
-        buffers.push_back(static_cast<torch::optim::SGDParamState&>(*state().at(p.unsafeGetTensorImpl())).momentum_buffer());
-      }
-      at::_foreach_mul_(buffers, masked ? at::where(skip, 1.0, s.momentum) : s.momentum);  // a skipped step keeps buf
-      at::_foreach_add_(buffers, d);
-      d = o.nesterov() ? at::_foreach_add(d, at::_foreach_mul(buffers, s.momentum)) : buffers;
-    }
-    const at::Tensor step = masked ? at::where(skip, 0.0, s.lr.neg()) : s.lr.neg();
-    at::_foreach_add_(l.params, at::_foreach_mul(d, step));
-  }
+  if (param_groups().empty()) return;
+  apply_groups<torch::optim::SGDOptions>(*this, scalars_, host_scalars(param_groups().front().params().front()), found_inf,
+                                         sgd_on_host, sgd_on_device);
 }
 
 template <typename Base, typename Options, typename State>
@@ -183,81 +252,11 @@ void ForeachAdamBase<Base, Options, State>::stage() {
 }
 
 template <typename Base, typename Options, typename State>
-void ForeachAdamBase<Base, Options, State>::apply_on_host(const at::Tensor& found_inf) {
-  constexpr bool decoupled = std::is_same_v<Options, torch::optim::AdamWOptions>;
-  if (found_inf.defined() && found_inf.item<double>() != 0) return;  // the skipped step is not taken at all
-  for (std::size_t g = 0; g < this->param_groups().size(); ++g) {
-    const auto& group = this->param_groups()[g];
-    const auto& o = static_cast<const Options&>(group.options());
-    Live l = live(group);
-    if (l.params.empty()) continue;
-    const GroupScalars& s = scalars_.at(g);
-    const auto [beta1, beta2] = o.betas();
-    const double lr = s.lr.item<double>(), t = s.step.add_(1).item<double>();
-    const double correction1 = 1 - std::pow(beta1, t), correction2_sqrt = std::sqrt(1 - std::pow(beta2, t));
-    for (std::size_t i = 0; i < l.params.size(); ++i) {
-      at::Tensor& p = l.params[i];
-      auto& st = static_cast<State&>(*this->state().at(p.unsafeGetTensorImpl()));
-      if (decoupled && o.weight_decay() != 0) p.mul_(1 - lr * o.weight_decay());
-      const at::Tensor grad = !decoupled && o.weight_decay() != 0 ? l.grads[i].add(p, o.weight_decay()) : l.grads[i];
-      st.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
-      st.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
-      p.addcdiv_(st.exp_avg(), (st.exp_avg_sq().sqrt() / correction2_sqrt).add_(o.eps()), -lr / correction1);
-    }
-  }
-}
-
-template <typename Base, typename Options, typename State>
 void ForeachAdamBase<Base, Options, State>::apply(const at::Tensor& found_inf) {
   constexpr bool decoupled = std::is_same_v<Options, torch::optim::AdamWOptions>;
-  at::NoGradGuard no_grad;
-  if (!this->param_groups().empty() && this->host_scalars(this->param_groups().front().params().front())) {
-    return apply_on_host(found_inf);
-  }
-  const bool masked = found_inf.defined();
-  const at::Tensor skip = masked ? found_inf.ne(0) : at::Tensor();
-  for (std::size_t g = 0; g < this->param_groups().size(); ++g) {
-    const auto& group = this->param_groups()[g];
-    const auto& o = static_cast<const Options&>(group.options());
-    Live l = live(group);
-    if (l.params.empty()) continue;
-    const GroupScalars& s = scalars_.at(g);
-    const auto [beta1, beta2] = o.betas();
-    std::vector<at::Tensor> exp_avg, exp_avg_sq;
-    for (const auto& p : l.params) {
-      auto& st = static_cast<State&>(*this->state().at(p.unsafeGetTensorImpl()));
-      exp_avg.push_back(st.exp_avg());
-      exp_avg_sq.push_back(st.exp_avg_sq());
-    }
-    if (masked) s.step.add_(skip.logical_not()); else s.step.add_(1);
-    std::vector<at::Tensor> grads = !decoupled && o.weight_decay() != 0 ? at::_foreach_add(l.grads, l.params, o.weight_decay())
-                                                                        : l.grads;
-    if (masked) zero_where(grads, skip);
-    if (decoupled && o.weight_decay() != 0) {  // p·(1 − lr·wd)
-      const at::Tensor factor = (1 - s.lr * o.weight_decay()).to(at::kFloat);
-      at::_foreach_mul_(l.params, masked ? at::where(skip, 1.0, factor) : factor);
-    }
-    // m = β1·m + (1 − β1)·g, v = β2·v + (1 − β2)·g²; a skipped step has g = 0 and keeps m and v
-    if (masked) {
-      at::_foreach_mul_(exp_avg, at::where(skip, 1.0, device_scalar(s.lr, beta1)));
-      at::_foreach_mul_(exp_avg_sq, at::where(skip, 1.0, device_scalar(s.lr, beta2)));
-    } else {
-      at::_foreach_mul_(exp_avg, beta1);
-      at::_foreach_mul_(exp_avg_sq, beta2);
-    }
-    at::_foreach_add_(exp_avg, grads, 1 - beta1);
-    at::_foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2);
-    // p −= lr / (1 − β1^t) · m / (√v / √(1 − β2^t) + eps)
-    const at::Tensor t = s.step.clamp_min(1);  // a first step that was skipped divides by nothing
-    const at::Tensor correction1 = 1 - at::pow(beta1, t), correction2_sqrt = (1 - at::pow(beta2, t)).sqrt().to(at::kFloat);
-    std::vector<at::Tensor> denominator = at::_foreach_sqrt(exp_avg_sq);
-    at::_foreach_div_(denominator, correction2_sqrt);
-    at::_foreach_add_(denominator, o.eps());
-    const at::Tensor step_size = (s.lr / correction1).neg().to(at::kFloat);
-    std::vector<at::Tensor> update = at::_foreach_div(exp_avg, denominator);
-    at::_foreach_mul_(update, masked ? at::where(skip, 0.0, step_size) : step_size);
-    at::_foreach_add_(l.params, update);
-  }
+  if (this->param_groups().empty()) return;
+  apply_groups<Options>(*this, scalars_, this->host_scalars(this->param_groups().front().params().front()), found_inf,
+                        adam_on_host<decoupled, State, Options>, adam_on_device<decoupled, State, Options>);
 }
 
 template <typename Base, typename Options, typename State>

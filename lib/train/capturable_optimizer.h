@@ -62,7 +62,6 @@ class ForeachSGD final : public torch::optim::SGD, public CapturableOptimizer {
   void apply(const at::Tensor& found_inf) override;
 
  private:
-  void apply_on_host(const at::Tensor& found_inf);
   std::vector<GroupScalars> scalars_;
 };
 
@@ -79,7 +78,6 @@ class ForeachAdamBase final : public Base, public CapturableOptimizer {
   void state_loaded() override { scalars_.clear(); }
 
  private:
-  void apply_on_host(const at::Tensor& found_inf);
   std::vector<GroupScalars> scalars_;
 };
 

@@ -65,7 +65,30 @@ struct GraphedNetwork::Static {
   }
 };
 
+std::vector<std::int64_t> shape_key(const at::Tensor& tensor) {
+  std::vector<std::int64_t> key(tensor.sizes().begin(), tensor.sizes().end());
+  key.push_back(static_cast<std::int64_t>(tensor.scalar_type()));
+  key.push_back(tensor.device().index());
+  return key;
+}
+
 namespace {
+
+// Copies of tensors that warm-up and capture change (BatchNorm statistics, gradients), put back
+// in place afterwards so that the run matches eager.
+class Snapshot {
+ public:
+  explicit Snapshot(std::vector<at::Tensor> tensors) : tensors_(std::move(tensors)) {
+    for (const auto& t : tensors_) saved_.push_back(t.detach().clone());
+  }
+  void restore() const {
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < saved_.size(); ++i) tensors_[i].detach().copy_(saved_[i]);
+  }
+
+ private:
+  std::vector<at::Tensor> tensors_, saved_;
+};
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -182,9 +205,7 @@ std::vector<at::Tensor> GraphManager::forward(const at::Tensor& input, const Net
     ++counts_.eager;
     return network(input);
   }
-  std::vector<std::int64_t> key(input.sizes().begin(), input.sizes().end());
-  key.push_back(static_cast<std::int64_t>(input.scalar_type()));
-  key.push_back(input.device().index());
+  const std::vector<std::int64_t> key = shape_key(input);
   if (graph_) {
     if (key != graph_shape_) {  // a last partial batch, another multi_scale size: eager, the graph stays
       ++counts_.eager_after_capture;
@@ -199,21 +220,20 @@ std::vector<at::Tensor> GraphManager::forward(const at::Tensor& input, const Net
   // Warm-up and capture run the network without training on the batch: its BatchNorm statistics
   // come back as they were, so that the run matches eager.
   const CaptureTensors tensors = capture_tensors();
-  const std::vector<at::Tensor>& buffers = tensors.buffers;
-  std::vector<at::Tensor> saved;
+  std::optional<Snapshot> buffers;
   try {
-    for (const auto& b : buffers) saved.push_back(b.detach().clone());
+    buffers.emplace(tensors.buffers);
     graph_.emplace(*backend_, network, tensors.parameters, input, options_.warmup);
     graph_shape_ = key;
     ++counts_.captures;
   } catch (const std::exception& error) {
     graph_.reset();
-    for (std::size_t i = 0; i < saved.size(); ++i) buffers[i].detach().copy_(saved[i]);
+    if (buffers) buffers->restore();
     disable(fmt::format("graph capture failed: {}", error.what()));
     ++counts_.eager;
     return network(input);
   }
-  for (std::size_t i = 0; i < saved.size(); ++i) buffers[i].detach().copy_(saved[i]);
+  buffers->restore();
   log::info("cuda_graph: captured training forward/backward at input shape {}", fmt::join(input.sizes(), "x"));
   return replay(input, network, "first graph replay failed");
 }
@@ -238,27 +258,22 @@ bool GraphManager::micro_step(const MicroStepWork& step) {
     }
   }
   if (++step_seen_[step.key] < options_.capture_after) return eager();
-  const std::vector<at::Tensor> state = step.state();
-  std::vector<at::Tensor> saved;
-  const auto restore = [&] {
-    at::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < saved.size(); ++i) state[i].detach().copy_(saved[i]);
-  };
+  std::optional<Snapshot> state;
   try {
-    for (const auto& t : state) saved.push_back(t.detach().clone());
+    state.emplace(step.state());
     step.load();
     for (int i = 0; i < options_.warmup; ++i) backend_->warm_up(step.work);
     step_graph_ = backend_->capture(step.work);
     step_key_ = step.key;
     ++counts_.step_captures;
-    restore();  // warm-ups (and a re-running backend's capture) trained on this batch: undone
-    log::info("cuda_graph: captured the training step (forward, loss, backward) at {}", step.shape);
+    state->restore();  // warm-ups (and a re-running backend's capture) trained on this batch: undone
+    log::info("cuda_graph: captured the training step (forward, loss, backward) at {}", step.describe());
     backend_->replay(*step_graph_);
     ++counts_.step_replays;
     return true;
   } catch (const std::exception& error) {
     step_graph_.reset();
-    restore();
+    if (state) state->restore();
     disable(fmt::format("step graph capture failed: {}", error.what()));
     return eager();
   }
@@ -329,8 +344,7 @@ void InferenceGraphs::reset() {
 }
 
 std::vector<at::Tensor> InferenceGraphs::forward(const at::Tensor& input, const NetworkFunction& network) {
-  std::vector<std::int64_t> key(input.sizes().begin(), input.sizes().end());
-  key.push_back(static_cast<std::int64_t>(input.scalar_type()));
+  const std::vector<std::int64_t> key = shape_key(input);
   const auto eager = [&] {
     ++eager_;
     return network(input);

@@ -74,6 +74,10 @@ std::unique_ptr<CaptureBackend> make_cuda_graph_backend(int device, std::string&
 void set_cpu_capture_backend_for_tests(std::function<std::unique_ptr<CaptureBackend>()> factory);
 std::unique_ptr<CaptureBackend> make_cpu_capture_backend_for_tests();  // null unless one was set
 
+// What a graph is keyed on: a tensor's sizes, type and device (a captured graph replays only for
+// the same).
+std::vector<std::int64_t> shape_key(const at::Tensor& tensor);
+
 // A network as a function of one input tensor: its outputs flattened to a list.
 using NetworkFunction = std::function<std::vector<at::Tensor>(const at::Tensor& input)>;
 
@@ -112,7 +116,7 @@ struct GraphOptions {
 // backward into the parameters' .grad, at one static shape.
 struct MicroStepWork {
   std::vector<std::int64_t> key;   // the batch's static shape (input sizes and type, target slots)
-  std::string shape;               // the same for the log ("4x3x640x640, 128 label slots")
+  std::function<std::string()> describe;  // the same for the capture's log line ("4x3x640x640, 300 label slots")
   std::function<void()> load;      // eager: this batch into the static tensors `work` reads
   std::function<void()> work;      // the step from the static tensors, its results into static outputs
   std::function<void()> eager;     // the same step from the batch itself (no static tensors)

@@ -57,8 +57,9 @@ void ModelEma::apply(torch::nn::Module& model) {
   if (ema_tensors_.front().is_cuda()) {
     at::_foreach_mul_(ema_tensors_, decay_now_);
     at::_foreach_add_(ema_tensors_, at::_foreach_mul(current, keep_now_));
-  } else {
-    for (std::size_t i = 0; i < current.size(); ++i) ema_tensors_[i].mul_(decay_now_).add_(current[i] * keep_now_);
+  } else {  // nothing to capture: the staged decay read back, one fused op per tensor and no temporaries
+    const double d = decay_now_.item<double>();
+    for (std::size_t i = 0; i < current.size(); ++i) ema_tensors_[i].mul_(d).add_(current[i], 1.0 - d);
   }
 }
 

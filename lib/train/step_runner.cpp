@@ -75,8 +75,7 @@ models::LossTerms EagerStepRunner::eager(const at::Tensor& input, const models::
 // eager autograd would accumulate it (the trainer zeroes the gradients in place, never frees them).
 models::LossTerms EagerStepRunner::graphed(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor) {
   Training& t = training_;
-  std::vector<std::int64_t> key(input.sizes().begin(), input.sizes().end());
-  key.push_back(static_cast<std::int64_t>(input.scalar_type()));
+  std::vector<std::int64_t> key = shape_key(input);
   key.push_back(targets.slots());
   models::LossTerms eager_terms;
   const auto load = [&] {
@@ -117,20 +116,14 @@ models::LossTerms EagerStepRunner::graphed(const at::Tensor& input, const models
     return tensors;
   };
   const MicroStepWork step{.key = key,
-                           .shape = fmt::format("{}, {} label slots", fmt::join(input.sizes(), "x"), targets.slots()),
+                           .describe = [&] { return fmt::format("{}, {} label slots", fmt::join(input.sizes(), "x"), targets.slots()); },
                            .load = load,
                            .work = work,
                            .eager = [&] { eager_terms = eager(input, targets, loss_divisor); },
                            .state = state};
-  if (!t.graphs->will_replay(key)) {  // eager (with its own phases), or the capture
-    return t.graphs->micro_step(step) ? static_->outputs : eager_terms;
-  }
-  bool replayed = false;
-  {
-    const auto phase = hooks_.phase(Phase::forward);  // the graph holds forward, loss and backward
-    replayed = t.graphs->micro_step(step);
-  }
-  return replayed ? static_->outputs : eager_terms;
+  std::optional<HookList::PhaseScope> phase;  // eager steps and the capture open their own phases
+  if (t.graphs->will_replay(key)) phase.emplace(hooks_, Phase::forward);  // the graph holds forward, loss and backward
+  return t.graphs->micro_step(step) ? static_->outputs : eager_terms;
 }
 
 models::LossTerms EagerStepRunner::run(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor) {
