@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 using namespace libreyolo;
@@ -46,7 +47,7 @@ void synchronize(const c10::Device& device) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::map<std::string, std::string> args{{"model", "yolo9-t"}, {"device", "cpu"}, {"iterations", "20"}, {"repeat", "5"}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   const int iterations = std::stoi(args["iterations"]), repeat = std::stoi(args["repeat"]);
   const std::string name = args["model"];
   const auto dash = name.find('-');
+  if (dash == std::string::npos) throw std::invalid_argument("model=" + name + ": give a family and size, such as yolo9-t");
   auto model = models::build_model({name.substr(0, dash), name.substr(dash + 1)}, 80);
   model.module->to(device);
   const auto groups = train::parameter_groups(*model.module);
@@ -87,4 +89,13 @@ int main(int argc, char** argv) {
     fmt::print("{}\n", row.dump());
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "optimizer_step: {}\n", error.what());
+    return 2;
+  }
 }
