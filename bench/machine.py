@@ -5,7 +5,8 @@ import platform
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OURS = ROOT / "build" / "tools" / "libreyolo" / "libreyolo"
+# $LIBREYOLO names another build of the binary (scripts/device/gpu-check.sh runs a carried one)
+OURS = pathlib.Path(os.environ.get("LIBREYOLO", ROOT / "build" / "tools" / "libreyolo" / "libreyolo"))
 
 
 def cpu_model():

@@ -1,10 +1,24 @@
 #include "data/image_io.h"
 
+#include "build_config.h"
+
+// JPEG-only: a build without imgcodecs (meson -Dimgcodecs=disabled), or this file compiled with
+// LIBREYOLO_JPEG_ONLY (test/meson.build does, so that every build runs that branch's tests).
+#if LIBREYOLO_HAVE_IMGCODECS && !defined(LIBREYOLO_JPEG_ONLY)
+#define LIBREYOLO_READS_ALL_FORMATS 1
+#else
+#define LIBREYOLO_READS_ALL_FORMATS 0
+#endif
+
 #include <fmt/format.h>
 #include <opencv2/core.hpp>
+#if LIBREYOLO_READS_ALL_FORMATS
 #include <opencv2/imgcodecs.hpp>
+#endif
 #include <turbojpeg.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <memory>
 
@@ -33,7 +47,10 @@ bool has_jpeg_end_marker(const std::vector<std::uint8_t>& bytes) {
 }
 
 struct TurboHandle {
-  tjhandle handle = tjInitDecompress();
+  tjhandle handle;
+  explicit TurboHandle(tjhandle created) : handle(created) {}
+  TurboHandle(const TurboHandle&) = delete;
+  TurboHandle& operator=(const TurboHandle&) = delete;
   ~TurboHandle() {
     if (handle != nullptr) tjDestroy(handle);
   }
@@ -41,9 +58,31 @@ struct TurboHandle {
 
 // One decompressor per thread: creating one costs more than decoding a small image header.
 tjhandle thread_decompressor() {
-  thread_local TurboHandle turbo;
+  thread_local TurboHandle turbo(tjInitDecompress());
   if (turbo.handle == nullptr) throw CorruptImage("libjpeg-turbo could not be initialised");
   return turbo.handle;
+}
+
+tjhandle thread_compressor() {
+  thread_local TurboHandle turbo(tjInitCompress());
+  if (turbo.handle == nullptr) throw std::runtime_error("libjpeg-turbo's compressor could not be initialised");
+  return turbo.handle;
+}
+
+std::vector<std::uint8_t> encode_jpeg(const cv::Mat& image, int quality) {
+  if (image.empty() || image.depth() != CV_8U || (image.channels() != 3 && image.channels() != 1)) return {};
+  const cv::Mat pixels = image.isContinuous() ? image : image.clone();
+  const bool grey = pixels.channels() == 1;
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  // 4:2:0 and the accurate DCT: the bytes OpenCV's imencode writes (TurboJPEG's default is the fast DCT)
+  const int failed = tjCompress2(thread_compressor(), pixels.data, pixels.cols, 0, pixels.rows, grey ? TJPF_GRAY : TJPF_BGR,
+                                 &buffer, &size, grey ? TJSAMP_GRAY : TJSAMP_420, std::clamp(quality, 1, 100),
+                                 TJFLAG_ACCURATEDCT);
+  std::vector<std::uint8_t> bytes;
+  if (failed == 0) bytes.assign(buffer, buffer + size);
+  tjFree(buffer);
+  return bytes;
 }
 
 std::uint32_t read_u32(const std::uint8_t* p, bool little) {
@@ -169,7 +208,7 @@ ImageInfo read_image_info(const fs::path& path) {
     info.width = static_cast<int>(read_u32(bytes.data() + 16, false));
     info.height = static_cast<int>(read_u32(bytes.data() + 20, false));
   } else {
-    const cv::Mat image = decode_image_bytes(bytes);
+    const cv::Mat image = decode_image_bytes(bytes);  // throws without imgcodecs
     info.format = "other";
     info.width = image.cols;
     info.height = image.rows;
@@ -182,6 +221,7 @@ ImageInfo read_image_info(const fs::path& path) {
 cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side) {
   if (bytes.empty()) throw CorruptImage("empty file");
   if (is_jpeg(bytes)) return decode_jpeg(bytes, target_long_side);
+#if LIBREYOLO_READS_ALL_FORMATS
   cv::Mat image;
   try {
     image = cv::imdecode(bytes, cv::IMREAD_COLOR);
@@ -190,6 +230,27 @@ cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_lo
   }
   if (image.empty()) throw CorruptImage("cannot identify image file (not an image OpenCV can decode)");
   return image;
+#else
+  throw CorruptImage(fmt::format("not a JPEG, and this build reads JPEG only (built without OpenCV's imgcodecs); convert the {} "
+                                 "to JPEG or use a build with libopencv-imgcodecs",
+                                 is_png(bytes) ? "PNG" : "image"));
+#endif
+}
+
+bool reads_all_formats() { return LIBREYOLO_READS_ALL_FORMATS != 0; }
+
+std::vector<std::uint8_t> encode_image(const cv::Mat& image, const std::string& extension, int jpeg_quality) {
+  std::string lower = extension;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == ".jpg" || lower == ".jpeg") return encode_jpeg(image, jpeg_quality);
+#if LIBREYOLO_READS_ALL_FORMATS
+  std::vector<std::uint8_t> bytes;
+  try {
+    if (!image.empty() && cv::imencode(lower, image, bytes)) return bytes;
+  } catch (const cv::Exception&) {
+  }
+#endif
+  return {};
 }
 
 cv::Mat decode_image(const fs::path& path, int target_long_side) {

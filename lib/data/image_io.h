@@ -1,6 +1,8 @@
 // Image files: header reads for the label scan and full decodes for training. JPEG goes
 // through libjpeg-turbo (with DCT scaling when the target is at most half the source), other
-// formats through OpenCV; EXIF orientation is honoured in both sizes and pixels.
+// formats through OpenCV's imgcodecs where the build has it (meson option imgcodecs); EXIF
+// orientation is honoured in both sizes and pixels. Writing: JPEG through libjpeg-turbo, other
+// formats through imgcodecs.
 #pragma once
 
 #include <opencv2/core/mat.hpp>
@@ -35,6 +37,13 @@ ImageInfo read_image_info(const std::filesystem::path& path);
 // or 1/8 scale, never below that long side. Throws CorruptImage.
 cv::Mat decode_image(const std::filesystem::path& path, int target_long_side = 0);
 cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side = 0);
+
+// False in a build without OpenCV's imgcodecs: then only JPEG files are read and written.
+bool reads_all_formats();
+
+// Encodes an 8-bit BGR (or grey) image in the format of `extension` (".jpg", ".jpeg", ".png",
+// ...). Returns no bytes for a format this build cannot write.
+std::vector<std::uint8_t> encode_image(const cv::Mat& image, const std::string& extension, int jpeg_quality = 90);
 
 // EXIF orientation of a JPEG (1 when absent or unreadable).
 int jpeg_exif_orientation(const std::uint8_t* data, std::size_t size);

@@ -2,10 +2,10 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "data/image_io.h"
 #include "data/sample_random.h"
 
 #include <fmt/format.h>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
@@ -112,8 +112,7 @@ int write_split(const SynthOptions& options, const std::string& split, int count
                            (shape.box.y + shape.box.height / 2.0) / s, shape.box.width / s, shape.box.height / s);
     }
     const std::string stem = fmt::format("{:06d}", index);
-    std::vector<uchar> jpeg;
-    cv::imencode(".jpg", image, jpeg, {cv::IMWRITE_JPEG_QUALITY, 95});
+    const std::vector<std::uint8_t> jpeg = encode_image(image, ".jpg", 95);
     write_file_atomically(images / (stem + ".jpg"), std::string_view(reinterpret_cast<const char*>(jpeg.data()), jpeg.size()));
     write_file_atomically(labels / (stem + ".txt"), label);
   }

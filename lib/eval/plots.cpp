@@ -1,10 +1,10 @@
 #include "eval/plots.h"
 
 #include "core/atomic_file.h"
+#include "data/image_io.h"
 #include "data/preview.h"
 
 #include <fmt/format.h>
-#include <opencv2/imgcodecs.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -109,8 +109,8 @@ std::string matrix_chart(const std::vector<std::vector<std::int64_t>>& matrix, c
 }
 
 bool write_jpeg(const std::filesystem::path& path, const cv::Mat& image) {
-  std::vector<unsigned char> bytes;
-  if (image.empty() || !cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, 90})) return false;
+  const std::vector<std::uint8_t> bytes = data::encode_image(image, ".jpg", 90);
+  if (bytes.empty()) return false;
   write_file_atomically(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   return true;
 }

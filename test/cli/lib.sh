@@ -30,13 +30,13 @@ wait_for() {  # wait_for FILE REGEX : until a line of FILE matches (at most 60 s
   fail "waited 60 s for '$2' in $1"; return 1
 }
 
-# GPU tests: exit 77 (skipped) without a CUDA device, or without ../shared/datasets/NAME when one
-# is named (then LIBREYOLO_DATASETS points there).
+# GPU tests: exit 77 (skipped) without a CUDA device, or without the dataset NAME when one is named
+# (under $LIBREYOLO_DATASETS, default ../shared/datasets, then exported).
 require_gpu() {
   gpus=$("$LIBREYOLO" checks --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["gpu_count"])')
   [ "${gpus:-0}" -gt 0 ] || { echo "skipped: no CUDA device"; exit 77; }
   [ $# -eq 0 ] && return 0
-  shared="${LIBREYOLO_SOURCE_ROOT:?}/../shared/datasets"
+  shared="${LIBREYOLO_DATASETS:-${LIBREYOLO_SOURCE_ROOT:?}/../shared/datasets}"
   [ -d "$shared/$1" ] || { echo "skipped: $shared/$1 not present"; exit 77; }
   export LIBREYOLO_DATASETS="$shared"
 }

@@ -22,7 +22,7 @@ if [ "$gpus" -ge 2 ]; then
   done
   wait
   for r in 0 1; do expect_in two.$r "rank $r/2 ok"; expect_in two.$r "nccl on cuda:$r"; done
-  shared="$LIBREYOLO_SOURCE_ROOT/../shared/datasets"
+  shared="${LIBREYOLO_DATASETS:-$LIBREYOLO_SOURCE_ROOT/../shared/datasets}"
   if [ -d "$shared/coco8" ]; then
     export LIBREYOLO_DATASETS="$shared"
     expect_exit 0 train data=coco8 model=yolo9-t epochs=1 batch=8 imgsz=160 workers=2 device=0,1 project="$WORK/runs" name=ddp json=true

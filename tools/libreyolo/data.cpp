@@ -8,11 +8,11 @@
 #include "data/dataset_yaml.h"
 #include "data/label_scan.h"
 #include "core/atomic_file.h"
+#include "data/image_io.h"
 #include "data/preview.h"
 #include "data/synth.h"
 #include "data/training_data.h"
 
-#include <opencv2/imgcodecs.hpp>
 
 #include <filesystem>
 
@@ -147,13 +147,10 @@ int run_data_preview(const Arguments& arguments) {
   const std::string out = config.get_text("out").empty() ? "runs/data/preview.jpg" : config.get_text("out");
   std::string extension = std::filesystem::path(out).extension().string();
   if (extension.empty()) extension = ".jpg";
-  std::vector<uchar> encoded;
-  bool ok = false;
-  try {
-    ok = cv::imencode(extension, grid, encoded, {cv::IMWRITE_JPEG_QUALITY, 90});
-  } catch (const cv::Exception&) {
+  const std::vector<std::uint8_t> encoded = data::encode_image(grid, extension, 90);
+  if (encoded.empty()) {
+    throw UsageError(fmt::format("out={}: cannot write '{}' images; use .jpg{}", out, extension, data::reads_all_formats() ? " or .png" : ""));
   }
-  if (!ok) throw UsageError(fmt::format("out={}: cannot write '{}' images; use .jpg or .png", out, extension));
   write_file_atomically(out, std::string_view(reinterpret_cast<const char*>(encoded.data()), encoded.size()));
   log::info("{} augmented samples ({} pipeline) written to {}", count, data::recipe_name(training.pipeline->config().recipe), out);
   return 0;

@@ -18,7 +18,6 @@
 #include <ATen/core/grad_mode.h>
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <chrono>
@@ -105,8 +104,7 @@ int run_predict(const Arguments& arguments) {
                      {"confidence", score}, {"box", {x1, y1, x2, y2}}});
     }
     total += d.size(0);
-    std::vector<unsigned char> encoded;
-    cv::imencode(".jpg", drawn, encoded);
+    const std::vector<std::uint8_t> encoded = data::encode_image(drawn, ".jpg", 95);
     write_file_atomically(run_dir / (path.stem().string() + ".jpg"),
                           std::string_view(reinterpret_cast<const char*>(encoded.data()), encoded.size()));
     if (save_txt) write_file_atomically(run_dir / "labels" / (path.stem().string() + ".txt"), txt);

@@ -1,17 +1,82 @@
 #include "data/image_io.h"
+#include "build_config.h"
 #include "test_images.h"
+
+#if LIBREYOLO_HAVE_IMGCODECS && !defined(LIBREYOLO_JPEG_ONLY)
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
 #include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::data;
 using namespace test_images;
 
+namespace {
+
+std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t crc = 0) {
+  crc = ~crc;
+  for (std::size_t i = 0; i < size; ++i) {
+    crc ^= data[i];
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+void put_u32(std::vector<std::uint8_t>& out, std::uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(value >> shift));
+}
+
+void put_chunk(std::vector<std::uint8_t>& out, const char* type, const std::vector<std::uint8_t>& body) {
+  put_u32(out, static_cast<std::uint32_t>(body.size()));
+  std::vector<std::uint8_t> typed(type, type + 4);
+  typed.insert(typed.end(), body.begin(), body.end());
+  out.insert(out.end(), typed.begin(), typed.end());
+  put_u32(out, crc32(typed.data(), typed.size()));
+}
+
+// An 8-bit RGB PNG written by hand (zlib stream of stored deflate blocks), so that the test
+// needs no encoder: a JPEG-only build (imgcodecs=disabled) runs it too.
+std::vector<std::uint8_t> handmade_png(const cv::Mat& bgr) {
+  std::vector<std::uint8_t> raw;  // filter byte 0, then RGB
+  for (int y = 0; y < bgr.rows; ++y) {
+    raw.push_back(0);
+    for (int x = 0; x < bgr.cols; ++x) {
+      const cv::Vec3b pixel = bgr.at<cv::Vec3b>(y, x);
+      raw.insert(raw.end(), {pixel[2], pixel[1], pixel[0]});
+    }
+  }
+  std::vector<std::uint8_t> zlib = {0x78, 0x01};
+  for (std::size_t start = 0; start < raw.size(); start += 65535) {
+    const std::size_t length = std::min<std::size_t>(65535, raw.size() - start);
+    zlib.push_back(start + length == raw.size() ? 1 : 0);
+    zlib.insert(zlib.end(), {static_cast<std::uint8_t>(length), static_cast<std::uint8_t>(length >> 8),
+                             static_cast<std::uint8_t>(~length), static_cast<std::uint8_t>(~length >> 8)});
+    zlib.insert(zlib.end(), raw.begin() + static_cast<std::ptrdiff_t>(start), raw.begin() + static_cast<std::ptrdiff_t>(start + length));
+  }
+  std::uint32_t a = 1, b = 0;  // Adler-32
+  for (const std::uint8_t byte : raw) {
+    a = (a + byte) % 65521;
+    b = (b + a) % 65521;
+  }
+  put_u32(zlib, b << 16 | a);
+  std::vector<std::uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  std::vector<std::uint8_t> header;
+  put_u32(header, static_cast<std::uint32_t>(bgr.cols));
+  put_u32(header, static_cast<std::uint32_t>(bgr.rows));
+  header.insert(header.end(), {8, 2, 0, 0, 0});  // 8-bit, RGB, deflate, adaptive filters, no interlace
+  put_chunk(png, "IHDR", header);
+  put_chunk(png, "IDAT", zlib);
+  put_chunk(png, "IEND", {});
+  return png;
+}
+
+}  // namespace
+
 TEST_CASE("JPEG and PNG headers give the size without decoding", "[image_io]") {
   const auto folder = fresh_folder("imageinfo");
   const cv::Mat image = gradient(64, 48);
   write_bytes(folder / "a.jpg", jpeg_bytes(image));
-  std::vector<std::uint8_t> png;
-  cv::imencode(".png", image, png);
-  write_bytes(folder / "b.png", png);
+  write_bytes(folder / "b.png", handmade_png(image));
   const auto jpeg_info = read_image_info(folder / "a.jpg");
   CHECK(jpeg_info.format == "jpeg");
   CHECK(jpeg_info.width == 64);
@@ -23,6 +88,59 @@ TEST_CASE("JPEG and PNG headers give the size without decoding", "[image_io]") {
   CHECK(png_info.height == 48);
   std::filesystem::remove_all(folder);
 }
+
+TEST_CASE("a PNG decodes exactly where the build has imgcodecs, and says JPEG only where it has not", "[image_io]") {
+  const cv::Mat image = gradient(70, 40);
+  const std::vector<std::uint8_t> png = handmade_png(image);
+  if (reads_all_formats()) {
+    const cv::Mat decoded = decode_image_bytes(png);
+    REQUIRE(decoded.size() == image.size());
+    CHECK(cv::norm(decoded, image, cv::NORM_INF) == 0);
+    const std::vector<std::uint8_t> written = encode_image(image, ".PNG");
+    REQUIRE_FALSE(written.empty());
+    CHECK(cv::norm(decode_image_bytes(written), image, cv::NORM_INF) == 0);
+  } else {
+    CHECK_THROWS_WITH(decode_image_bytes(png), Catch::Contains("this build reads JPEG only") && Catch::Contains("PNG"));
+    CHECK(encode_image(image, ".png").empty());
+  }
+}
+
+TEST_CASE("encode_image writes JPEG through libjpeg-turbo, colour and grey, and refuses unknown formats", "[image_io]") {
+  const cv::Mat image = gradient(64, 48);
+  const std::vector<std::uint8_t> jpeg = encode_image(image, ".jpeg", 95);
+  REQUIRE(jpeg.size() > 3);
+  CHECK(jpeg[0] == 0xFF);
+  CHECK(jpeg[1] == 0xD8);
+  const cv::Mat decoded = decode_image_bytes(jpeg);
+  REQUIRE(decoded.size() == image.size());
+  CHECK(cv::norm(decoded, image, cv::NORM_L1) / static_cast<double>(image.total() * 3) < 3.0);  // mean error of a q95 JPEG
+  CHECK(encode_image(image, ".jpg", 20).size() < jpeg.size());  // the quality is honoured
+  cv::Mat grey;
+  cv::extractChannel(image, grey, 1);
+  const cv::Mat grey_decoded = decode_image_bytes(encode_image(grey, ".jpg", 95));
+  REQUIRE(grey_decoded.size() == grey.size());
+  cv::Mat channel;
+  cv::extractChannel(grey_decoded, channel, 1);
+  CHECK(cv::norm(channel, grey, cv::NORM_INF) <= 8);
+  const cv::Mat roi = image(cv::Rect(3, 5, 33, 20));  // not continuous
+  CHECK(decode_image_bytes(encode_image(roi, ".jpg")).size() == roi.size());
+  CHECK(encode_image(image, ".xyz").empty());
+  CHECK(encode_image(cv::Mat(), ".jpg").empty());
+}
+
+#if LIBREYOLO_HAVE_IMGCODECS && !defined(LIBREYOLO_JPEG_ONLY)
+TEST_CASE("encode_image writes the bytes OpenCV's imencode writes", "[image_io]") {
+  // The synthetic datasets and plots were written by imencode: the same settings keep them byte-identical.
+  cv::Mat image(61, 77, CV_8UC3);
+  cv::randu(image, 0, 255);
+  cv::circle(image, {30, 30}, 12, {10, 200, 30}, cv::FILLED);
+  for (const int quality : {75, 90, 95}) {
+    std::vector<std::uint8_t> reference;
+    REQUIRE(cv::imencode(".jpg", image, reference, {cv::IMWRITE_JPEG_QUALITY, quality}));
+    CHECK(encode_image(image, ".jpg", quality) == reference);
+  }
+}
+#endif
 
 TEST_CASE("EXIF orientation 6 swaps the size and rotates the pixels clockwise", "[image_io]") {
   const auto folder = fresh_folder("exif");

@@ -1,8 +1,9 @@
 // Helpers for data tests: write small real images (and broken ones) into a temporary folder.
 #pragma once
 
+#include "data/image_io.h"
+
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -44,9 +45,7 @@ inline cv::Mat gradient(int width, int height) {
 }
 
 inline std::vector<std::uint8_t> jpeg_bytes(const cv::Mat& image, int quality = 95) {
-  std::vector<std::uint8_t> bytes;
-  cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, quality});
-  return bytes;
+  return libreyolo::data::encode_image(image, ".jpg", quality);
 }
 
 // Inserts an APP1 Exif segment (big-endian TIFF, one IFD entry: Orientation) after SOI.

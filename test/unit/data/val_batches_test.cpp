@@ -34,13 +34,9 @@ TEST_CASE("validation letterbox keeps ratio and maps boxes back to original pixe
   const auto root = fresh_folder("valbox");
   cv::Mat image(300, 500, CV_8UC3, cv::Scalar(0, 0, 0));
   cv::rectangle(image, cv::Rect(100, 60, 120, 90), cv::Scalar(255, 255, 255), cv::FILLED);
-  write_bytes(root / "images" / "a.png", [&] {
-    std::vector<std::uint8_t> png;
-    cv::imencode(".png", image, png);
-    return png;
-  }());
+  write_bytes(root / "images" / "a.jpg", encode_image(image, ".jpg", 95));
   write_text(root / "labels" / "a.txt", "0 0.32 0.35 0.24 0.3\n");
-  auto scan = scan_images({root / "images" / "a.png"}, 1, {.threads = 1, .use_cache = false});
+  auto scan = scan_images({root / "images" / "a.jpg"}, 1, {.threads = 1, .use_cache = false});
   DetectionDataset dataset(scan.images, 1, 320, CacheMode::none);
   const auto plan = plan_rect_batches({dataset.record(0)}, 1, 320);
   const ValSample sample = letterbox_for_validation(dataset, 0, plan.shapes[0]);

@@ -1,0 +1,65 @@
+#!/bin/bash
+# The GPU checks of issue 14, in one command for the device tool (a lent GPU machine: torch
+# 2.11.0+cu130 in its python3, no meson, no Debian -dev packages, nothing reachable). Needs the
+# bundle that scripts/device/bundle.sh made here:
+#
+#   device run: command="bash scripts/device/gpu-check.sh", carry=[".device"], timeout_s=580
+#
+# Stages, in order, each given what is left of $DEADLINE seconds (default 540), its output written
+# to $OUT as it goes (so that a stage cut off still reports the ones before it):
+#   env      GPU, driver, CPU, `libreyolo checks` (env.txt)
+#   tests    the gpu suite through scripts/device/run_tests.py (gpu-tests.txt, whole logs in gpu-tests.log)
+#   graphs   bench/cuda_graph.py: eager and each cuda_graph_scope, yolo9-t then yolox-s (cuda_graph.jsonl)
+#   vs       bench/train_speed.py --cuda-graph: ours and LibreYOLO 1.6.0, eager and graphed (train_speed.jsonl)
+# STAGES="tests graphs" runs a subset.
+set -u
+start=$SECONDS
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+bundle=$root/.device
+out=${OUT:-$bundle/out}
+mkdir -p "$out"
+deadline=${DEADLINE:-540}
+[ -f "$bundle/tests.json" ] || { echo "no $bundle/tests.json: run scripts/device/bundle.sh first and carry .device"; exit 2; }
+
+torch_dir=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))') || { echo "python3 has no torch"; exit 2; }
+site=$(dirname "$torch_dir")
+export LD_LIBRARY_PATH="$bundle/lib:$torch_dir/lib:$site/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LIBREYOLO="$bundle/build/tools/libreyolo/libreyolo" LIBREYOLO_DATASETS="$bundle/datasets" PYTHONUNBUFFERED=1
+
+left() { echo $((deadline - (SECONDS - start))); }
+stage() {  # name, seconds it may take at most, command...
+  local name=$1 most=$2 budget
+  shift 2
+  budget=$(left)
+  ((budget > most)) && budget=$most
+  if ((budget < 20)); then echo "== $name: skipped, $(left) s left" >&2; return; fi
+  echo "== $name (at most $budget s, $(left) s left)" >&2
+  timeout -k 10 "$budget" "$@"
+  echo "== $name: exit $? after $((SECONDS - start)) s" >&2
+}
+wants() { [[ " ${STAGES:-env tests graphs vs} " == *" $1 "* ]]; }
+
+if wants env; then
+  {
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-) ($(nproc) cores); $(grep -o -m1 'amx_bf16' /proc/cpuinfo || echo 'no amx_bf16')"
+    python3 -c 'import torch; print("python torch", torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))'
+    "$LIBREYOLO" version
+    "$LIBREYOLO" checks --json
+  } >"$out/env.txt" 2>&1
+  cat "$out/env.txt"
+fi
+wants tests && stage tests 300 python3 scripts/device/run_tests.py --log "$out/gpu-tests.log" | tee "$out/gpu-tests.txt"
+wants graphs && stage graphs 150 python3 bench/cuda_graph.py --repeat 1 --models yolo9-t | tee "$out/cuda_graph.jsonl"
+if wants vs; then
+  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/reference "$bundle"/wheels/*.whl; then
+    PYTHONPATH=/tmp/reference${PYTHONPATH:+:$PYTHONPATH} stage vs 150 python3 bench/train_speed.py --device 0 --workers 8 \
+      --imgsz 640 --batch 8 --amp-dtype float16 --epochs 3 --repeat 1 --cuda-graph --models yolo9-t \
+      --reference-python python3 | tee "$out/train_speed.jsonl"
+  else
+    echo "== vs: the reference's wheels did not install"
+  fi
+fi
+wants graphs && stage graphs-yolox 120 python3 bench/cuda_graph.py --repeat 1 --models yolox-s | tee -a "$out/cuda_graph.jsonl"
+echo "done after $((SECONDS - start)) s"
