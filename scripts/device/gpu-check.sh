@@ -11,7 +11,10 @@
 #   tests    the gpu suite through scripts/device/run_tests.py (gpu-tests.txt, whole logs in gpu-tests.log)
 #   graphs   bench/cuda_graph.py: eager and each cuda_graph_scope, yolo9-t then yolox-s (cuda_graph.jsonl)
 #   vs       bench/train_speed.py --cuda-graph: ours and LibreYOLO 1.6.0, eager and graphed (train_speed.jsonl)
-# STAGES="tests graphs" runs a subset.
+#   cpu      only where the host CPU has AMX (amx_bf16): a coco128 epoch of yolo9-t at 640 on the CPU in
+#            float32 and in bfloat16 (cpu_bf16.jsonl), and the bf16 step's operators from our profiler
+#            (cpu_bf16_ops.txt): the CPU half of issue 14's point 3, which a machine without AMX cannot measure
+# then graphs for yolox-s. STAGES="tests graphs" runs a subset.
 set -u
 start=$SECONDS
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,7 +41,7 @@ stage() {  # name, seconds it may take at most, command...
   timeout -k 10 "$budget" "$@"
   echo "== $name: exit $? after $((SECONDS - start)) s" >&2
 }
-wants() { [[ " ${STAGES:-env tests graphs vs} " == *" $1 "* ]]; }
+wants() { [[ " ${STAGES:-env tests graphs vs cpu} " == *" $1 "* ]]; }
 
 if wants env; then
   {
@@ -59,6 +62,28 @@ if wants vs; then
       --reference-python python3 | tee "$out/train_speed.jsonl"
   else
     echo "== vs: the reference's wheels did not install"
+  fi
+fi
+cpu_bf16() {
+  local threads amp
+  threads=$(nproc)
+  for amp in none bfloat16; do
+    python3 bench/train_speed.py --device cpu --workers 4 --imgsz 640 --batch 8 --amp-dtype "$amp" --epochs 1 --repeat 1 \
+      --models yolo9-t --skip-reference | tee -a "$out/cpu_bf16.jsonl"
+  done
+  "$LIBREYOLO" train model=yolo9-t data=coco128 imgsz=640 batch=8 epochs=1 device=cpu workers=4 val=false amp=true \
+    amp_dtype=bfloat16 profile=true profile_steps=8 profile_then_stop=true project=/tmp/cpu-profile name=bf16 quiet=true \
+    && "$LIBREYOLO" profile ops /tmp/cpu-profile/bf16 --top 40 >"$out/cpu_bf16_ops.txt" 2>&1 \
+    && "$LIBREYOLO" profile phases /tmp/cpu-profile/bf16 >>"$out/cpu_bf16_ops.txt" 2>&1
+  echo "$threads CPU threads"
+}
+if wants cpu; then
+  if grep -q amx_bf16 /proc/cpuinfo; then
+    export -f cpu_bf16
+    export out
+    stage cpu 200 bash -c cpu_bf16
+  else
+    echo "== cpu: the host CPU has no AMX (amx_bf16): skipped" >&2
   fi
 fi
 wants graphs && stage graphs-yolox 120 python3 bench/cuda_graph.py --repeat 1 --models yolox-s | tee -a "$out/cuda_graph.jsonl"
