@@ -1,5 +1,7 @@
 #include "nn/conv.h"
 
+#include "nn/bn_silu.h"
+
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/upsampling.h>
 #include <torch/nn/modules/container/any.h>
@@ -24,7 +26,9 @@ BaseConvImpl::BaseConvImpl(int in_channels, int out_channels, int kernel, int st
 
 torch::Tensor BaseConvImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = conv_(x);
-  if (bn_) y = sync_ && bn_->is_training() ? sync_->forward(y, *bn_) : bn_(y);
+  const bool synced = sync_ && bn_ && bn_->is_training();
+  if (activation_ && bn_ && !synced && fused_bn_silu_applies(y, *bn_)) return batch_norm_silu(y, *bn_);
+  if (bn_) y = synced ? sync_->forward(y, *bn_) : bn_(y);
   return activation_ ? torch::silu(y) : y;
 }
 

@@ -1,0 +1,141 @@
+#include "nn/bn_silu.h"
+
+#include "nn/bn_silu_kernel.h"
+
+#include <ATen/Version.h>
+#include <torch/autograd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
+
+namespace libreyolo::nn {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+// ATen's own choice (cpuinfo, capped by ATEN_CPU_CAPABILITY), so that both run the same instructions.
+const kernels::BnSiluKernelSet& kernel_set() {
+  static const kernels::BnSiluKernelSet set = [] {
+#if defined(__x86_64__)
+    const std::string capability = at::get_cpu_capability();
+    if (capability == "AVX512") return kernels::AVX512::kernel_set();
+    if (capability == "AVX2") return kernels::AVX2::kernel_set();
+#endif
+    return kernels::DEFAULT::kernel_set();
+  }();
+  return set;
+}
+
+std::atomic<bool>& enabled_flag() {
+  static std::atomic<bool> on = [] {
+    const char* value = std::getenv("LIBREYOLO_FUSED_BN_SILU");
+    return value == nullptr || std::string_view(value) != "0";
+  }();
+  return on;
+}
+
+kernels::BnSiluShape shape_of(const torch::Tensor& x) { return {x.numel() / x.size(1), x.size(1)}; }
+
+template <typename Call>
+void dispatch(const torch::Tensor& x, const Call& call) {
+  if (x.scalar_type() == torch::kBFloat16) {
+    call(kernel_set().bf16, static_cast<c10::BFloat16*>(nullptr));
+  } else {
+    call(kernel_set().f32, static_cast<float*>(nullptr));
+  }
+}
+
+struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
+  // running_mean and running_var are updated in place; `factor` weighs this batch into them.
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias, torch::Tensor running_mean, torch::Tensor running_var,
+                               double factor, double eps) {
+    const kernels::BnSiluShape shape = shape_of(x);
+    const auto floats = x.options().dtype(torch::kFloat);
+    torch::Tensor mean = torch::empty({shape.channels}, floats);
+    torch::Tensor variance = torch::empty({shape.channels}, floats);
+    torch::Tensor z = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
+    torch::Tensor invstd, scale, shift;
+    {
+      torch::NoGradGuard no_grad;  // (apply() runs forward without grad already; the running statistics are buffers)
+      dispatch(x, [&](const auto& kernels, auto* type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        kernels.stats(x.const_data_ptr<T>(), shape, mean.mutable_data_ptr<float>(), variance.mutable_data_ptr<float>());
+        invstd = (variance + eps).rsqrt_();
+        scale = weight * invstd;  // float: fused_bn_silu_applies() checked
+        shift = bias - mean * scale;
+        kernels.apply(x.const_data_ptr<T>(), z.mutable_data_ptr<T>(), shape, scale.const_data_ptr<float>(),
+                      shift.const_data_ptr<float>());
+      });
+      const double unbiased = static_cast<double>(shape.rows) / static_cast<double>(shape.rows - 1);
+      running_mean.mul_(1.0 - factor).add_(mean, factor);
+      running_var.mul_(1.0 - factor).add_(variance, factor * unbiased);
+    }
+    ctx->save_for_backward({x, weight, mean, invstd, scale, shift});
+    return z;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor& weight = saved[1];
+    const torch::Tensor &mean = saved[2], &invstd = saved[3], &scale = saved[4], &shift = saved[5];
+    torch::Tensor dz = grads[0].scalar_type() == x.scalar_type() ? grads[0] : grads[0].to(x.scalar_type());
+    dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
+    const kernels::BnSiluShape shape = shape_of(x);
+    const auto floats = x.options().dtype(torch::kFloat);
+    torch::Tensor sum_dy = torch::empty({shape.channels}, floats);
+    torch::Tensor sum_dy_xhat = torch::empty({shape.channels}, floats);
+    torch::Tensor dx;
+    const torch::Tensor& gamma = weight;  // float and contiguous: fused_bn_silu_applies() checked
+    dispatch(x, [&](const auto& kernels, auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      dx = torch::empty_like(x, at::MemoryFormat::ChannelsLast);  // holds dy, then dx
+      kernels.reduce(x.const_data_ptr<T>(), dz.const_data_ptr<T>(), dx.mutable_data_ptr<T>(), shape,
+                     scale.const_data_ptr<float>(), shift.const_data_ptr<float>(), mean.const_data_ptr<float>(),
+                     invstd.const_data_ptr<float>(), sum_dy.mutable_data_ptr<float>(), sum_dy_xhat.mutable_data_ptr<float>());
+      if (ctx->needs_input_grad(0)) {
+        kernels.input_grad(x.const_data_ptr<T>(), dx.mutable_data_ptr<T>(), shape, mean.const_data_ptr<float>(),
+                           invstd.const_data_ptr<float>(), gamma.const_data_ptr<float>(), sum_dy.const_data_ptr<float>(),
+                           sum_dy_xhat.const_data_ptr<float>());
+      } else {
+        dx = torch::Tensor();
+      }
+    });
+    torch::Tensor grad_weight = ctx->needs_input_grad(1) ? sum_dy_xhat : torch::Tensor();
+    torch::Tensor grad_bias = ctx->needs_input_grad(2) ? sum_dy : torch::Tensor();
+    return {dx, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn) {
+  if (!fused_bn_silu_enabled() || !bn.is_training() || !bn.options.affine() || !bn.options.track_running_stats()) return false;
+  if (!x.device().is_cpu() || x.dim() != 4 || x.size(1) < 1 || x.numel() / x.size(1) < 2) return false;
+  if (x.scalar_type() != torch::kFloat && x.scalar_type() != torch::kBFloat16) return false;
+  if (!x.is_contiguous(at::MemoryFormat::ChannelsLast)) return false;
+  return bn.weight.scalar_type() == torch::kFloat && bn.running_mean.scalar_type() == torch::kFloat &&
+         bn.weight.is_contiguous() && bn.bias.is_contiguous();
+}
+
+torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) {
+  double factor = 0.0;
+  {
+    torch::NoGradGuard no_grad;
+    bn.num_batches_tracked.add_(1);  // as BatchNorm2d's forward
+    factor = bn.options.momentum().has_value() ? *bn.options.momentum()
+                                               : 1.0 / static_cast<double>(bn.num_batches_tracked.item<std::int64_t>());
+  }
+  return BnSiluFunction::apply(x, bn.weight, bn.bias, bn.running_mean, bn.running_var, factor, bn.options.eps());
+}
+
+bool fused_bn_silu_enabled() { return enabled_flag().load(std::memory_order_relaxed); }
+void set_fused_bn_silu_enabled(bool enabled) { enabled_flag().store(enabled, std::memory_order_relaxed); }
+
+std::string bn_silu_capability() { return kernel_set().capability; }
+
+}  // namespace libreyolo::nn

@@ -1,0 +1,33 @@
+// BatchNorm2d in training mode followed by SiLU, fused on the CPU: the Conv+BN+SiLU block's tail
+// (nn/conv.h), 291 BatchNorms and 237 SiLUs per YOLOv9-t step. One autograd node instead of two:
+//  - forward: the batch statistics (two passes), then y = x·scale + shift and z = y·sigmoid(y) in
+//    one pass; the BN output y is never stored (one activation-sized tensor less per block);
+//  - backward: one pass for Σdy and Σdy·x̂ (dy = dz·silu'(y), y recomputed), one for dx;
+//  - float and bfloat16 (autocast's convolution output), channels-last, with AVX-512, AVX2 or
+//    plain kernels (nn/bn_silu_kernel.h) picked as ATen picks its own (ATEN_CPU_CAPABILITY).
+// The running statistics and num_batches_tracked change as BatchNorm2d's forward changes them.
+// Anything else (a GPU, another layout or dtype, eval mode) keeps the unfused ops.
+#pragma once
+
+#include <torch/nn/modules/batchnorm.h>
+
+#include <string>
+
+namespace libreyolo::nn {
+
+// Whether batch_norm_silu() would run the fused kernels for `x` under `bn` (training mode, CPU,
+// float/bfloat16, 4-D channels-last, affine with running statistics, more than one row, and not
+// switched off by LIBREYOLO_FUSED_BN_SILU=0).
+bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn);
+
+// silu(bn(x)) for `bn` in training mode, fused. Call only where fused_bn_silu_applies().
+torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn);
+
+// On unless LIBREYOLO_FUSED_BN_SILU=0; benchmarks switch it to compare against ATen's two ops.
+bool fused_bn_silu_enabled();
+void set_fused_bn_silu_enabled(bool enabled);
+
+// The kernels in use: "AVX512", "AVX2" or "DEFAULT".
+std::string bn_silu_capability();
+
+}  // namespace libreyolo::nn

@@ -1,0 +1,257 @@
+// Compiled three times (lib/meson.build): -DCPU_CAPABILITY=DEFAULT, AVX2 (with -mavx2 -mfma) and
+// AVX512 (-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma). ATen's vector headers put each copy
+// in namespace at::vec::CPU_CAPABILITY, and this file puts its own in kernels::CPU_CAPABILITY, so
+// the three never share a symbol.
+#ifndef CPU_CAPABILITY
+#error "compile with -DCPU_CAPABILITY=DEFAULT|AVX2|AVX512"
+#endif
+
+#include "nn/bn_silu_kernel.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/cpu/vec/functional.h>
+#include <ATen/cpu/vec/vec.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+namespace libreyolo::nn::kernels::CPU_CAPABILITY {
+
+namespace {
+
+using Vec = at::vec::Vectorized<float>;
+constexpr std::int64_t kLanes = Vec::size();
+
+inline Vec load(const float* p) { return Vec::loadu(p); }
+inline Vec load(const c10::BFloat16* p) {
+  Vec out;
+  at::vec::load_fp32_from_bf16(p, out);
+  return out;
+}
+// Two vectors' worth: a bfloat16 store is only whole at that width (a narrower one goes through memcpy).
+inline void load2(const float* p, Vec& a, Vec& b) {
+  a = Vec::loadu(p);
+  b = Vec::loadu(p + kLanes);
+}
+inline void load2(const c10::BFloat16* p, Vec& a, Vec& b) { at::vec::load_fp32_from_bf16(p, a, b); }
+inline void store2(float* p, const Vec& a, const Vec& b) {
+  a.store(p);
+  b.store(p + kLanes);
+}
+inline void store2(c10::BFloat16* p, const Vec& a, const Vec& b) { at::vec::convert_from_float<c10::BFloat16>(a, b).store(p); }
+inline void store1(float* p, const Vec& v) { v.store(p); }
+inline void store1(c10::BFloat16* p, const Vec& v) {
+  // convert_from_float(a, b) holds a's values in its low half: store that half whole
+  const auto both = at::vec::convert_from_float<c10::BFloat16>(v, v);
+#if defined(CPU_CAPABILITY_AVX512)
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_castsi512_si256(static_cast<__m512i>(both)));
+#elif defined(CPU_CAPABILITY_AVX2)
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(static_cast<__m256i>(both)));
+#else
+  both.store(p, kLanes);
+#endif
+}
+
+inline float sigmoid(float y) { return 1.0f / (1.0f + std::exp(-y)); }
+inline Vec sigmoid(const Vec& y) {
+  const Vec one(1.0f);
+  return one / (one + y.neg().exp_u20());
+}
+
+// Rows per task: about 32k elements, as ATen's GRAIN_SIZE.
+std::int64_t grain(BnSiluShape shape) { return std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, shape.channels)); }
+
+// Column reductions over rows: `Sums` accumulators per channel. The channels go in blocks of up to
+// kBlock vectors whose accumulators stay in registers while the rows stream past (a row-major
+// accumulate would store and reload them at every row); the channels past the last whole vector
+// go one at a time. Each thread adds into its own slice, then the slices are summed.
+constexpr int kBlock = 4;
+
+template <int Sums, typename Element>
+std::vector<float> reduce_columns(BnSiluShape shape, const Element& element) {
+  const std::int64_t C = shape.channels;
+  const std::int64_t vec_end = C - C % kLanes;
+  const int threads = at::get_num_threads();
+  const std::int64_t width = Sums * C;
+  std::vector<float> partial(static_cast<std::size_t>(threads) * width, 0.0f);
+  at::parallel_for(0, shape.rows, grain(shape), [&](std::int64_t begin, std::int64_t end) {
+    float* out = partial.data() + static_cast<std::size_t>(at::get_thread_num()) * width;
+    for (std::int64_t c0 = 0; c0 < vec_end; c0 += kBlock * kLanes) {
+      const int vectors = static_cast<int>(std::min<std::int64_t>(kBlock, (vec_end - c0) / kLanes));
+      Vec acc[Sums][kBlock];
+      for (int s = 0; s < Sums; ++s) {
+        for (int v = 0; v < kBlock; ++v) acc[s][v] = Vec(0.0f);
+      }
+      for (std::int64_t r = begin; r < end; ++r) {
+        for (int v = 0; v < vectors; ++v) {
+          const std::int64_t c = c0 + v * kLanes;
+          Vec terms[Sums];
+          element(r, c, terms);
+          for (int s = 0; s < Sums; ++s) acc[s][v] = acc[s][v] + terms[s];
+        }
+      }
+      for (int s = 0; s < Sums; ++s) {
+        for (int v = 0; v < vectors; ++v) (load(out + s * C + c0 + v * kLanes) + acc[s][v]).store(out + s * C + c0 + v * kLanes);
+      }
+    }
+    for (std::int64_t c = vec_end; c < C; ++c) {
+      for (std::int64_t r = begin; r < end; ++r) {
+        float terms[Sums];
+        element(r, c, terms);
+        for (int s = 0; s < Sums; ++s) out[s * C + c] += terms[s];
+      }
+    }
+  });
+  std::vector<float> total(width, 0.0f);
+  for (int t = 0; t < threads; ++t) {
+    for (std::int64_t i = 0; i < width; ++i) total[i] += partial[t * width + i];
+  }
+  return total;
+}
+
+// Runs body(in, out, c, vectors) over every row: pairs of vectors, one vector, then single channels.
+template <typename T, typename Pair, typename One, typename Scalar>
+void map_rows(BnSiluShape shape, const Pair& pair, const One& one, const Scalar& scalar) {
+  const std::int64_t C = shape.channels;
+  const std::int64_t pair_end = C - C % (2 * kLanes);
+  const std::int64_t vec_end = C - C % kLanes;
+  at::parallel_for(0, shape.rows, grain(shape), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      std::int64_t c = 0;
+      for (; c < pair_end; c += 2 * kLanes) pair(r * C + c, c);
+      for (; c < vec_end; c += kLanes) one(r * C + c, c);
+      for (; c < C; ++c) scalar(r * C + c, c);
+    }
+  });
+}
+
+template <typename T>
+void stats(const T* x, BnSiluShape shape, float* mean, float* variance) {
+  const std::int64_t C = shape.channels;
+  // One pass: Σ(x - x₀) and Σ(x - x₀)², x₀ the first row, so that E[d²] - E[d]² does not cancel
+  // (the batch mean is near x₀, against 0 or any other fixed point).
+  std::vector<float> origin(C);
+  for (std::int64_t c = 0; c < C; ++c) origin[c] = static_cast<float>(x[c]);
+  const float* o = origin.data();
+  const auto sums = reduce_columns<2>(shape, [&](std::int64_t r, std::int64_t c, auto* terms) {
+    if constexpr (std::is_same_v<std::remove_pointer_t<decltype(terms)>, Vec>) {
+      const Vec d = load(x + r * C + c) - load(o + c);
+      terms[0] = d;
+      terms[1] = d * d;
+    } else {
+      const float d = static_cast<float>(x[r * C + c]) - o[c];
+      terms[0] = d;
+      terms[1] = d * d;
+    }
+  });
+  const double rows = static_cast<double>(shape.rows);
+  for (std::int64_t c = 0; c < C; ++c) {
+    const double shift_mean = sums[c] / rows;
+    mean[c] = static_cast<float>(o[c] + shift_mean);
+    variance[c] = static_cast<float>(std::max(0.0, sums[C + c] / rows - shift_mean * shift_mean));
+  }
+}
+
+template <typename T>
+void apply(const T* x, T* z, BnSiluShape shape, const float* scale, const float* shift) {
+  auto silu_of = [&](const Vec& in, std::int64_t c) {
+    const Vec y = at::vec::fmadd(in, load(scale + c), load(shift + c));
+    return y * sigmoid(y);
+  };
+  map_rows<T>(
+      shape,
+      [&](std::int64_t i, std::int64_t c) {
+        Vec a, b;
+        load2(x + i, a, b);
+        store2(z + i, silu_of(a, c), silu_of(b, c + kLanes));
+      },
+      [&](std::int64_t i, std::int64_t c) { store1(z + i, silu_of(load(x + i), c)); },
+      [&](std::int64_t i, std::int64_t c) {
+        const float y = static_cast<float>(x[i]) * scale[c] + shift[c];
+        z[i] = static_cast<T>(y * sigmoid(y));
+      });
+}
+
+// dy = dz * silu'(y), silu'(y) = s (1 + y (1 - s)), s = sigmoid(y)
+inline Vec silu_grad(const Vec& dz, const Vec& y) {
+  const Vec s = sigmoid(y);
+  const Vec one(1.0f);
+  return dz * s * (one + y * (one - s));
+}
+inline float silu_grad(float dz, float y) {
+  const float s = sigmoid(y);
+  return dz * s * (1.0f + y * (1.0f - s));
+}
+
+template <typename T>
+void reduce(const T* x, const T* dz, T* dy_out, BnSiluShape shape, const float* scale, const float* shift, const float* mean,
+            const float* invstd, float* sum_dy, float* sum_dy_xhat) {
+  const std::int64_t C = shape.channels;
+  const auto sums = reduce_columns<2>(shape, [&](std::int64_t r, std::int64_t c, auto* terms) {
+    const std::int64_t i = r * C + c;
+    if constexpr (std::is_same_v<std::remove_pointer_t<decltype(terms)>, Vec>) {
+      const Vec xv = load(x + i);
+      const Vec dy = silu_grad(load(dz + i), at::vec::fmadd(xv, load(scale + c), load(shift + c)));
+      store1(dy_out + i, dy);
+      terms[0] = dy;
+      terms[1] = dy * ((xv - load(mean + c)) * load(invstd + c));
+    } else {
+      const float xv = static_cast<float>(x[i]);
+      const float dy = silu_grad(static_cast<float>(dz[i]), xv * scale[c] + shift[c]);
+      dy_out[i] = static_cast<T>(dy);
+      terms[0] = dy;
+      terms[1] = dy * ((xv - mean[c]) * invstd[c]);
+    }
+  });
+  std::copy(sums.begin(), sums.begin() + C, sum_dy);
+  std::copy(sums.begin() + C, sums.end(), sum_dy_xhat);
+}
+
+template <typename T>
+void input_grad(const T* x, T* dy, BnSiluShape shape, const float* mean, const float* invstd, const float* gamma,
+                const float* sum_dy, const float* sum_dy_xhat) {
+  const std::int64_t C = shape.channels;
+  const float inv_rows = 1.0f / static_cast<float>(shape.rows);
+  // dx = k (dy - mean_dy - xhat mean_dy_xhat), k = gamma invstd
+  std::vector<float> k(C), mean_dy(C), mean_dy_xhat(C);
+  for (std::int64_t c = 0; c < C; ++c) {
+    k[c] = gamma[c] * invstd[c];
+    mean_dy[c] = sum_dy[c] * inv_rows;
+    mean_dy_xhat[c] = sum_dy_xhat[c] * inv_rows;
+  }
+  auto grad_of = [&](const Vec& xv, const Vec& g, std::int64_t c) {
+    const Vec xhat = (xv - load(mean + c)) * load(invstd + c);
+    return load(k.data() + c) * (g - load(mean_dy.data() + c) - xhat * load(mean_dy_xhat.data() + c));
+  };
+  map_rows<T>(
+      shape,
+      [&](std::int64_t i, std::int64_t c) {
+        Vec xa, xb, ga, gb;
+        load2(x + i, xa, xb);
+        load2(dy + i, ga, gb);
+        store2(dy + i, grad_of(xa, ga, c), grad_of(xb, gb, c + kLanes));
+      },
+      [&](std::int64_t i, std::int64_t c) { store1(dy + i, grad_of(load(x + i), load(dy + i), c)); },
+      [&](std::int64_t i, std::int64_t c) {
+        const float xhat = (static_cast<float>(x[i]) - mean[c]) * invstd[c];
+        dy[i] = static_cast<T>(k[c] * (static_cast<float>(dy[i]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
+      });
+}
+
+template <typename T>
+BnSiluKernels<T> kernels_for() {
+  return {&stats<T>, &apply<T>, &reduce<T>, &input_grad<T>};
+}
+
+#define LIBREYOLO_STRINGIFY2(x) #x
+#define LIBREYOLO_STRINGIFY(x) LIBREYOLO_STRINGIFY2(x)
+
+}  // namespace
+
+BnSiluKernelSet kernel_set() {
+  return {LIBREYOLO_STRINGIFY(CPU_CAPABILITY), kernels_for<float>(), kernels_for<c10::BFloat16>()};
+}
+
+}  // namespace libreyolo::nn::kernels::CPU_CAPABILITY

@@ -1,0 +1,52 @@
+// Kernels of the fused training-mode BatchNorm + SiLU on the CPU (nn/bn_silu.h), over a
+// channels-last activation seen as `rows` x `channels` (row-major). Compiled once per CPU
+// capability (DEFAULT, AVX2, AVX512; lib/meson.build), each copy in its own namespace as ATen's
+// vectorised kernels are, and picked at run time.
+#pragma once
+
+#include <c10/util/BFloat16.h>
+
+#include <cstdint>
+
+namespace libreyolo::nn::kernels {
+
+struct BnSiluShape {
+  std::int64_t rows = 0;
+  std::int64_t channels = 0;
+};
+
+// Per-channel batch mean and biased variance (two passes, float accumulation per thread).
+template <typename T>
+using BnStatsFn = void (*)(const T* x, BnSiluShape shape, float* mean, float* variance);
+// z = silu(x * scale + shift), scale and shift per channel (the BN's affine with the batch stats folded in).
+template <typename T>
+using BnSiluApplyFn = void (*)(const T* x, T* z, BnSiluShape shape, const float* scale, const float* shift);
+// Backward, pass 1: dy = dz * silu'(x * scale + shift), written to `dy` (rounded to T, as ATen's
+// silu_backward output is) and summed unrounded: sum_dy[c] = Σ dy, sum_dy_xhat[c] = Σ dy (x - mean) invstd.
+template <typename T>
+using BnSiluReduceFn = void (*)(const T* x, const T* dz, T* dy, BnSiluShape shape, const float* scale, const float* shift,
+                               const float* mean, const float* invstd, float* sum_dy, float* sum_dy_xhat);
+// Pass 2, in place: dy becomes dx = gamma invstd (dy - sum_dy / rows - xhat sum_dy_xhat / rows).
+template <typename T>
+using BnSiluInputGradFn = void (*)(const T* x, T* dy_to_dx, BnSiluShape shape, const float* mean, const float* invstd,
+                                  const float* gamma, const float* sum_dy, const float* sum_dy_xhat);
+
+template <typename T>
+struct BnSiluKernels {
+  BnStatsFn<T> stats;
+  BnSiluApplyFn<T> apply;
+  BnSiluReduceFn<T> reduce;
+  BnSiluInputGradFn<T> input_grad;
+};
+
+struct BnSiluKernelSet {
+  const char* capability;
+  BnSiluKernels<float> f32;
+  BnSiluKernels<c10::BFloat16> bf16;
+};
+
+namespace DEFAULT { BnSiluKernelSet kernel_set(); }
+namespace AVX2 { BnSiluKernelSet kernel_set(); }
+namespace AVX512 { BnSiluKernelSet kernel_set(); }
+
+}  // namespace libreyolo::nn::kernels

@@ -1,0 +1,179 @@
+#include "nn/bn_silu.h"
+#include "nn/bn_silu_kernel.h"
+#include "nn/conv.h"
+
+#include <ATen/Version.h>
+#include <torch/torch.h>
+
+#include "catch.h"  // last: see catch.h
+
+using namespace libreyolo;
+
+namespace {
+
+torch::nn::BatchNorm2d make_bn(int channels, std::optional<double> momentum = 0.03) {
+  torch::nn::BatchNorm2d bn(torch::nn::BatchNorm2dOptions(channels).eps(1e-3).momentum(momentum));
+  torch::NoGradGuard no_grad;
+  bn->weight.uniform_(0.5, 1.5);
+  bn->bias.uniform_(-0.5, 0.5);
+  bn->running_mean.uniform_(-0.1, 0.1);
+  bn->running_var.uniform_(0.9, 1.1);
+  return bn;
+}
+
+torch::nn::BatchNorm2d copy_of(const torch::nn::BatchNorm2d& bn) {
+  auto copy = std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(bn->clone());
+  return torch::nn::BatchNorm2d(copy);
+}
+
+double relative(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max() / b.to(torch::kDouble).abs().max().clamp_min(1e-12)).item<double>();
+}
+
+struct Result {
+  torch::Tensor z, dx, dweight, dbias;
+};
+
+Result run(torch::nn::BatchNorm2d& bn, const torch::Tensor& input, const torch::Tensor& dz, bool fused) {
+  torch::Tensor x = input.detach().clone(at::MemoryFormat::ChannelsLast).requires_grad_(true);
+  bn->zero_grad();
+  torch::Tensor z;
+  if (fused) {
+    REQUIRE(nn::fused_bn_silu_applies(x, *bn));
+    z = nn::batch_norm_silu(x, *bn);
+  } else {
+    z = torch::silu(bn(x.to(torch::kFloat)));  // the float reference, from the same input values
+  }
+  z.backward(dz.to(z.scalar_type()));
+  return {z.detach(), x.grad(), bn->weight.grad().clone(), bn->bias.grad().clone()};
+}
+
+}  // namespace
+
+TEST_CASE("fused BatchNorm+SiLU equals BatchNorm2d then silu in float32: output, gradients, running statistics", "[bn_silu]") {
+  // 24 and 40 channels: whole vectors and a tail for 8 and 16 lanes; 3 channels: the tail alone
+  for (const auto& sizes : std::vector<std::vector<std::int64_t>>{{4, 24, 7, 9}, {2, 40, 5, 3}, {3, 3, 4, 4}}) {
+    DYNAMIC_SECTION("shape " << sizes[0] << "x" << sizes[1] << "x" << sizes[2] << "x" << sizes[3]) {
+      torch::manual_seed(3);
+      const torch::Tensor x = torch::randn(sizes) * 2 + 0.7;
+      const torch::Tensor dz = torch::randn(sizes);
+      auto fused_bn = make_bn(static_cast<int>(sizes[1]));
+      auto reference_bn = copy_of(fused_bn);
+      for (int step = 0; step < 2; ++step) {  // twice: the running statistics move twice
+        const Result fused = run(fused_bn, x * (1 + step), dz, true);
+        const Result reference = run(reference_bn, x * (1 + step), dz, false);
+        CHECK(fused.z.is_contiguous(at::MemoryFormat::ChannelsLast));
+        CHECK(fused.dx.is_contiguous(at::MemoryFormat::ChannelsLast));
+        CHECK(relative(fused.z, reference.z) < 1e-5);
+        CHECK(relative(fused.dx, reference.dx) < 1e-4);
+        CHECK(relative(fused.dweight, reference.dweight) < 1e-4);
+        CHECK(relative(fused.dbias, reference.dbias) < 1e-4);
+      }
+      CHECK(relative(fused_bn->running_mean, reference_bn->running_mean) < 1e-5);
+      CHECK(relative(fused_bn->running_var, reference_bn->running_var) < 1e-5);
+      CHECK(fused_bn->num_batches_tracked.item<std::int64_t>() == 2);
+      CHECK(reference_bn->num_batches_tracked.item<std::int64_t>() == 2);
+    }
+  }
+}
+
+TEST_CASE("fused BatchNorm+SiLU in bfloat16 is the float computation rounded once", "[bn_silu]") {
+  torch::manual_seed(5);
+  const std::vector<std::int64_t> sizes{4, 48, 6, 6};
+  const torch::Tensor x = (torch::randn(sizes) * 3 - 1).to(torch::kBFloat16);
+  const torch::Tensor dz = torch::randn(sizes).to(torch::kBFloat16);
+  auto fused_bn = make_bn(48);
+  auto reference_bn = copy_of(fused_bn);
+  const Result fused = run(fused_bn, x, dz, true);
+  const Result reference = run(reference_bn, x, dz, false);  // float32 from the same bfloat16 values
+  CHECK(fused.z.scalar_type() == torch::kBFloat16);
+  CHECK(fused.dx.scalar_type() == torch::kBFloat16);
+  CHECK(fused.dweight.scalar_type() == torch::kFloat);
+  // one rounding to bfloat16 (8 bits of mantissa: 2^-8 relative)
+  CHECK(relative(fused.z, reference.z) < 8e-3);
+  CHECK(relative(fused.dx, reference.dx) < 8e-3);
+  CHECK(relative(fused.dweight, reference.dweight) < 1e-4);  // accumulated in float
+  CHECK(relative(fused.dbias, reference.dbias) < 1e-4);
+  CHECK(relative(fused_bn->running_var, reference_bn->running_var) < 1e-5);
+}
+
+TEST_CASE("every compiled CPU capability's kernels agree with the plain ones", "[bn_silu]") {
+  const auto plain = nn::kernels::DEFAULT::kernel_set();
+  std::vector<nn::kernels::BnSiluKernelSet> sets;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) sets.push_back(nn::kernels::AVX2::kernel_set());
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq")) {
+    sets.push_back(nn::kernels::AVX512::kernel_set());
+  }
+#endif
+  INFO("in use: " << nn::bn_silu_capability() << ", ATen: " << at::get_cpu_capability());
+  CHECK(nn::bn_silu_capability() == at::get_cpu_capability());
+  const nn::kernels::BnSiluShape shape{37, 40};
+  const torch::Tensor x = torch::randn({shape.rows, shape.channels});
+  const torch::Tensor dz = torch::randn({shape.rows, shape.channels});
+  const torch::Tensor scale = torch::rand({shape.channels}) + 0.5, shift = torch::randn({shape.channels});
+  const torch::Tensor gamma = torch::rand({shape.channels}) + 0.5;
+  auto outputs = [&](const nn::kernels::BnSiluKernelSet& set) {
+    torch::Tensor mean = torch::empty({shape.channels}), variance = torch::empty({shape.channels});
+    set.f32.stats(x.data_ptr<float>(), shape, mean.data_ptr<float>(), variance.data_ptr<float>());
+    const torch::Tensor invstd = (variance + 1e-3).rsqrt();
+    torch::Tensor z = torch::empty_like(x), dx = torch::empty_like(x);
+    set.f32.apply(x.data_ptr<float>(), z.data_ptr<float>(), shape, scale.data_ptr<float>(), shift.data_ptr<float>());
+    torch::Tensor sum_dy = torch::empty({shape.channels}), sum_dy_xhat = torch::empty({shape.channels});
+    set.f32.reduce(x.data_ptr<float>(), dz.data_ptr<float>(), dx.data_ptr<float>(), shape, scale.data_ptr<float>(),
+                   shift.data_ptr<float>(), mean.data_ptr<float>(), invstd.data_ptr<float>(), sum_dy.data_ptr<float>(),
+                   sum_dy_xhat.data_ptr<float>());
+    const torch::Tensor dy = dx.clone();
+    set.f32.input_grad(x.data_ptr<float>(), dx.data_ptr<float>(), shape, mean.data_ptr<float>(), invstd.data_ptr<float>(),
+                       gamma.data_ptr<float>(), sum_dy.data_ptr<float>(), sum_dy_xhat.data_ptr<float>());
+    return std::vector<torch::Tensor>{mean, variance, z, sum_dy, sum_dy_xhat, dy, dx};
+  };
+  const auto expected = outputs(plain);
+  CHECK(relative(expected[0], x.mean(0)) < 1e-5);
+  CHECK(relative(expected[1], x.var(0, /*unbiased=*/false)) < 1e-5);
+  const torch::Tensor y = (x * scale + shift).requires_grad_(true);
+  const torch::Tensor silu = torch::silu(y);
+  CHECK(relative(expected[2], silu) < 1e-5);
+  silu.backward(dz);
+  CHECK(relative(expected[5], y.grad()) < 1e-5);  // dy = dz silu'(y)
+  CHECK(relative(expected[3], y.grad().sum(0)) < 1e-4);
+  for (const auto& set : sets) {
+    INFO(set.capability);
+    const auto got = outputs(set);
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(relative(got[i], expected[i]) < 1e-5);
+  }
+}
+
+TEST_CASE("the fusion applies to training-mode channels-last float/bfloat16 only, and BaseConv uses it", "[bn_silu]") {
+  auto bn = make_bn(8);
+  const torch::Tensor x = torch::randn({2, 8, 4, 4});
+  CHECK_FALSE(nn::fused_bn_silu_applies(x, *bn));  // NCHW
+  const torch::Tensor cl = x.contiguous(at::MemoryFormat::ChannelsLast);
+  CHECK(nn::fused_bn_silu_applies(cl, *bn));
+  CHECK(nn::fused_bn_silu_applies(cl.to(torch::kBFloat16), *bn));
+  CHECK_FALSE(nn::fused_bn_silu_applies(cl.to(torch::kDouble), *bn));
+  CHECK_FALSE(nn::fused_bn_silu_applies(torch::randn({1, 8, 1, 1}).contiguous(at::MemoryFormat::ChannelsLast), *bn));  // one row
+  bn->eval();
+  CHECK_FALSE(nn::fused_bn_silu_applies(cl, *bn));
+
+  // BaseConv in training mode: the fused path gives what its own modules give one after another
+  torch::manual_seed(7);
+  nn::BaseConv block(3, 16, 3, 1);
+  nn::BaseConv reference(3, 16, 3, 1);
+  {
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < block->parameters().size(); ++i) reference->parameters()[i].copy_(block->parameters()[i]);
+  }
+  const torch::Tensor input = torch::randn({2, 3, 10, 10}).contiguous(at::MemoryFormat::ChannelsLast);
+  const torch::Tensor fused = block->forward(input);
+  auto children = reference->named_children();
+  auto& conv = *children["conv"]->as<torch::nn::Conv2dImpl>();
+  auto& batch_norm = *children["bn"]->as<torch::nn::BatchNorm2dImpl>();
+  const torch::Tensor conv_output = conv.forward(input);
+  REQUIRE(nn::fused_bn_silu_applies(conv_output, batch_norm));  // so block->forward took the fused path
+  const torch::Tensor unfused = torch::silu(batch_norm.forward(conv_output));
+  CHECK(relative(fused, unfused) < 1e-5);
+  CHECK(relative(block->named_buffers()["bn.running_var"], reference->named_buffers()["bn.running_var"]) < 1e-6);
+}
