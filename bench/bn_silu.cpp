@@ -3,6 +3,7 @@
 // of the sizes YOLOv9-t has at batch 8 and imgsz 320 (and one at 640). JSON lines; median of
 // `repeat` timings of `iterations` forward+backward passes each.
 //   OMP_NUM_THREADS=2 bench/bn_silu [dtype=bfloat16|float32] [iterations=20] [repeat=5]
+#include "median.h"
 #include "nn/bn_silu.h"
 
 #include <ATen/Version.h>
@@ -20,10 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using bench::median;
 
 struct Times {
   double forward_ms = 0, backward_ms = 0;

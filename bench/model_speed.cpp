@@ -4,6 +4,7 @@
 // Channels-last runs twice, with the fused BatchNorm+SiLU (nn/bn_silu.h) and with ATen's two
 // ops, interleaved; dtype bfloat16 runs under CPU autocast, as amp=true amp_dtype=bfloat16 trains.
 //   bench/model_speed [imgsz=640] [batch=8] [iterations=3] [repeat=3] [dtype=float32|bfloat16]
+#include "median.h"
 #include "models/registry.h"
 #include "nn/bn_silu.h"
 #include "train/amp.h"
@@ -27,10 +28,7 @@ namespace {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using libreyolo::bench::median;
 
 double matmul_gflops() {
   const auto a = at::randn({2048, 2048});

@@ -4,6 +4,7 @@
 // foreach is a per-tensor loop too, so this shows what the capturable form costs there; on a GPU
 // it shows the launches it saves. Median of `repeat` timings of `iterations` steps each.
 //   bench/optimizer_step [model=yolo9-t] [device=cpu] [iterations=20] [repeat=5]
+#include "median.h"
 #include "models/registry.h"
 #include "train/optimizer.h"
 
@@ -24,10 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using bench::median;
 
 // Groups as make_optimizer forms them, for torch::optim's own class.
 template <typename Optimizer, typename Options>

@@ -4,6 +4,7 @@
 // step time is measured with), and with every operator recorded (the synchronised half),
 // alternating, median of `repeat` rounds; plus the cost per operator on tiny additions.
 //   bench/profiler_cost [imgsz=160] [batch=8] [repeat=9] [model=yolo9-t]
+#include "median.h"
 #include "models/registry.h"
 #include "profile/cpu_op_collector.h"
 #include "profile/step_profiler.h"
@@ -27,10 +28,7 @@ namespace {
 
 double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using bench::median;
 
 std::string argument(int argc, char** argv, const std::string& key, const std::string& fallback) {
   for (int i = 1; i < argc; ++i) {
