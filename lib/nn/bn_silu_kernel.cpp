@@ -54,10 +54,14 @@ inline void store1(c10::BFloat16* p, const Vec& v) {
 #endif
 }
 
-inline float sigmoid(float y) { return 1.0f / (1.0f + std::exp(-y)); }
+// sigmoid(y) < FLT_MIN for y below this: 0 there, never a denormal (std::exp overflows to inf and
+// gives 0 by itself; exp_u20 saturates at FLT_MAX, and 1 / (1 + FLT_MAX) is a denormal, which
+// would slow every later operation that touches it, the convolutions' included).
+constexpr float kSigmoidZeroBelow = -87.0f;
+inline float sigmoid(float y) { return y < kSigmoidZeroBelow ? 0.0f : 1.0f / (1.0f + std::exp(-y)); }
 inline Vec sigmoid(const Vec& y) {
   const Vec one(1.0f);
-  return one / (one + y.neg().exp_u20());
+  return Vec::blendv(one / (one + y.neg().exp_u20()), Vec(0.0f), y < Vec(kSigmoidZeroBelow));
 }
 
 // Rows per task: about 32k elements, as ATen's GRAIN_SIZE.
