@@ -39,10 +39,18 @@ def main():
     parser.add_argument("--only", default="", help="comma-separated test names")
     parser.add_argument("--log", help="also append every test's output to this file")
     args = parser.parse_args()
+    if not (BUNDLE / "paths.json").is_file() or not (BUNDLE / "tests.json").is_file():
+        print(f"no bundle at {BUNDLE}: run scripts/device/bundle.sh first (and carry .device)", file=sys.stderr)
+        return 2
     paths = json.loads((BUNDLE / "paths.json").read_text())
     tests = [t for t in json.loads((BUNDLE / "tests.json").read_text()) if "gpu" in t["suite"] or "libreyolo:gpu" in t["suite"]]
     if args.only:
         wanted = set(args.only.split(","))
+        unknown = wanted - {t["name"] for t in tests}
+        if unknown:
+            print(f"--only: no gpu test named {', '.join(sorted(unknown))}; the suite has "
+                  f"{', '.join(t['name'] for t in tests)}", file=sys.stderr)
+            return 2
         tests = [t for t in tests if t["name"] in wanted]
     log = open(args.log, "a") if args.log else None
     counts = {"passed": 0, "failed": 0, "skipped": 0}
