@@ -89,18 +89,41 @@ State& state_of(torch::optim::Optimizer& optimizer, const at::Tensor& p) {
   return static_cast<State&>(*optimizer.state().at(p.unsafeGetTensorImpl()));
 }
 
-// The CPU forms: the staged values read back, torch::optim's per-tensor ops (on the CPU a foreach
-// op is a loop of them, slower than writing it: bench/optimizer_step).
+// Whether ATen's fused SGD kernel can take this parameter: it walks the parameter, its gradient and
+// its momentum buffer as flat arrays, so all three must be laid out alike (a channels-last weight
+// with a contiguous gradient is not; bench/optimizer_step counts those), in float.
+bool flat_alike(const at::Tensor& p, const at::Tensor& g, const at::Tensor* buf) {
+  if (p.scalar_type() != at::kFloat || g.scalar_type() != at::kFloat || !p.is_non_overlapping_and_dense()) return false;
+  if (p.strides() != g.strides() || p.sizes() != g.sizes()) return false;
+  return !buf || (buf->scalar_type() == at::kFloat && buf->strides() == p.strides() && buf->sizes() == p.sizes());
+}
+
+// The CPU forms: the staged values read back. SGD goes through ATen's fused CPU kernel (one pass
+// per tensor instead of four ops; the loop's arithmetic to float rounding: the unit tests check),
+// with the loop for what that kernel cannot take; Adam through torch::optim's per-tensor ops (on the CPU a
+// foreach op is a loop of them, slower than writing it: bench/optimizer_step).
 void sgd_on_host(torch::optim::Optimizer& optimizer, const torch::optim::SGDOptions& o, Live& l, const GroupScalars& s) {
   const double lr = s.lr.item<double>(), momentum = s.momentum.item<double>();
+  std::vector<at::Tensor> fused_params, fused_grads, fused_buffers;
   for (std::size_t i = 0; i < l.params.size(); ++i) {
+    at::Tensor* buf = o.momentum() != 0 ? &state_of<torch::optim::SGDParamState>(optimizer, l.params[i]).momentum_buffer() : nullptr;
+    if (flat_alike(l.params[i], l.grads[i], buf)) {
+      fused_params.push_back(l.params[i]);
+      fused_grads.push_back(l.grads[i]);
+      if (buf) fused_buffers.push_back(*buf);
+      continue;
+    }
     at::Tensor d = o.weight_decay() != 0 ? l.grads[i].add(l.params[i], o.weight_decay()) : l.grads[i];
-    if (o.momentum() != 0) {
-      at::Tensor& buf = state_of<torch::optim::SGDParamState>(optimizer, l.params[i]).momentum_buffer();
-      buf.mul_(momentum).add_(d);
-      d = o.nesterov() ? d.add(buf, momentum) : buf;
+    if (buf) {
+      buf->mul_(momentum).add_(d);
+      d = o.nesterov() ? d.add(*buf, momentum) : *buf;
     }
     l.params[i].add_(d, -lr);
+  }
+  // the buffers start as zeros (capturable), so the first step is m·0 + d = d, as is_first_step's
+  if (!fused_params.empty()) {
+    at::_fused_sgd_(fused_params, fused_grads, fused_buffers, o.weight_decay(), o.momentum() != 0 ? momentum : 0.0, lr,
+                    /*dampening=*/0.0, o.nesterov(), /*maximize=*/false, /*is_first_step=*/false);
   }
 }
 

@@ -130,6 +130,44 @@ TEST_CASE("Capturable SGD, Adam and AdamW step like torch::optim's under a chang
   }
 }
 
+TEST_CASE("On the CPU, SGD's fused kernel and its per-tensor loop give torch::optim's weights to float rounding", "[optimizer]") {
+  // Channels-last weights: one with a channels-last gradient (ATen's fused kernel takes it), one
+  // with a contiguous gradient (laid out differently: the loop takes it; the fused kernel, which
+  // walks all three as flat arrays, would pair the wrong elements: 0.86 off); the rest are plain.
+  // The fused kernel's vector lanes give torch::optim's bits; its scalar tail (the last elements
+  // of a tensor whose size is no multiple of the vector width) differs by an ulp at most.
+  for (const bool nesterov : {true, false}) {
+    const OptimizerOptions options{.name = "sgd", .lr0 = 0.01, .momentum = 0.937, .nesterov = nesterov, .weight_decay = 5e-4};
+    Weights ours(9), theirs(9);
+    for (auto* w : {&ours, &theirs}) {
+      at::NoGradGuard no_grad;
+      w->weights.push_back(torch::randn({6, 4, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast).requires_grad_(true));
+      w->weights.push_back(torch::randn({5, 3, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast).requires_grad_(true));
+    }
+    copy_weights(ours, theirs);
+    auto optimizer = make_optimizer(ours.groups(), options);
+    auto expected = reference(theirs, options);
+    for (int step = 0; step < 4; ++step) {
+      for (auto* w : {&ours, &theirs}) {
+        set_gradients(*w, step);  // randn_like: the channels-last weights get channels-last gradients
+        at::Tensor& plain = w->weights.back().mutable_grad();
+        plain = plain.contiguous();
+        REQUIRE_FALSE(plain.is_contiguous(at::MemoryFormat::ChannelsLast));
+        REQUIRE(w->weights[w->weights.size() - 2].grad().is_contiguous(at::MemoryFormat::ChannelsLast));
+      }
+      set_learning_rate(*optimizer, 0.01 * (step + 1));
+      set_learning_rate(*expected, 0.01 * (step + 1));
+      optimizer->step();
+      expected->step();
+    }
+    INFO("nesterov " << nesterov << ": largest difference " << max_difference(ours.all(), theirs.all()));
+    for (std::size_t i = 0; i < ours.all().size(); ++i) {
+      INFO("tensor " << i);
+      CHECK(at::allclose(ours.all()[i], theirs.all()[i], /*rtol=*/2.5e-7, /*atol=*/1e-9));
+    }
+  }
+}
+
 TEST_CASE("A masked step changes no weight, buffer or count; the next clean step goes on as if it never ran", "[optimizer]") {
   for (const bool device_form : {false, true}) {
     for (const char* name : {"sgd", "adam", "adamw"}) {
