@@ -6,6 +6,7 @@
 #include <torch/autograd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <string_view>
 #include <type_traits>
@@ -82,17 +83,29 @@ torch::Tensor forward_branches(AutogradContext* ctx, const std::vector<torch::Te
     using T = std::remove_pointer_t<decltype(type)>;
     kernels::BnBranch<T> branches[kernels::kMaxBranches];
     torch::Tensor shift = torch::zeros({shape.channels}, floats);
+    float* shift_data = shift.mutable_data_ptr<float>();
+    const double unbiased = static_cast<double>(shape.rows) / static_cast<double>(shape.rows - 1);
     for (int b = 0; b < n; ++b) {
       torch::Tensor mean = torch::empty({shape.channels}, floats), variance = torch::empty({shape.channels}, floats);
+      torch::Tensor invstd = torch::empty({shape.channels}, floats), scale = torch::empty({shape.channels}, floats);
       kernels.stats(xs[b].const_data_ptr<T>(), shape, mean.mutable_data_ptr<float>(), variance.mutable_data_ptr<float>());
-      torch::Tensor invstd = (variance + running[b].eps).rsqrt_();
-      torch::Tensor scale = weights[b] * invstd;  // float: fused_bn_silu_applies() checked
-      shift.add_(biases[b] - mean * scale);
-      const double unbiased = static_cast<double>(shape.rows) / static_cast<double>(shape.rows - 1);
-      running[b].mean.mul_(1.0 - running[b].factor).add_(mean, running[b].factor);
-      running[b].variance.mul_(1.0 - running[b].factor).add_(variance, running[b].factor * unbiased);
-      branches[b] = {xs[b].const_data_ptr<T>(), scale.const_data_ptr<float>(), mean.const_data_ptr<float>(),
-                     invstd.const_data_ptr<float>()};
+      // The per-channel values and the running statistics in one loop over the channels (as
+      // tensor ops they were ten small ATen calls per BatchNorm, 2,900 per YOLOv9-t step).
+      // fused_bn_silu_applies() checked that all of these are contiguous floats.
+      const float *m = mean.const_data_ptr<float>(), *v = variance.const_data_ptr<float>();
+      const float *w = weights[b].const_data_ptr<float>(), *bias = biases[b].const_data_ptr<float>();
+      float *is = invstd.mutable_data_ptr<float>(), *sc = scale.mutable_data_ptr<float>();
+      float *rm = running[b].mean.mutable_data_ptr<float>(), *rv = running[b].variance.mutable_data_ptr<float>();
+      const float eps = static_cast<float>(running[b].eps), keep = static_cast<float>(1.0 - running[b].factor);
+      const float factor = static_cast<float>(running[b].factor), var_factor = static_cast<float>(running[b].factor * unbiased);
+      for (std::int64_t c = 0; c < shape.channels; ++c) {
+        is[c] = 1.0f / std::sqrt(v[c] + eps);
+        sc[c] = w[c] * is[c];
+        shift_data[c] += bias[c] - m[c] * sc[c];
+        rm[c] = rm[c] * keep + m[c] * factor;
+        rv[c] = rv[c] * keep + v[c] * var_factor;
+      }
+      branches[b] = {xs[b].const_data_ptr<T>(), sc, m, is};
       saved.insert(saved.end(), {xs[b], mean, invstd, scale});
     }
     kernels.apply(branches, n, z.mutable_data_ptr<T>(), shape, shift.const_data_ptr<float>());
@@ -179,8 +192,10 @@ bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dI
   if (!x.device().is_cpu() || x.dim() != 4 || x.size(1) < 1 || x.numel() / x.size(1) < 2) return false;
   if (x.scalar_type() != torch::kFloat && x.scalar_type() != torch::kBFloat16) return false;
   if (!x.is_contiguous(at::MemoryFormat::ChannelsLast)) return false;
-  return bn.weight.scalar_type() == torch::kFloat && bn.running_mean.scalar_type() == torch::kFloat &&
-         bn.weight.is_contiguous() && bn.bias.is_contiguous();
+  for (const torch::Tensor* t : {&bn.weight, &bn.bias, &bn.running_mean, &bn.running_var}) {
+    if (t->scalar_type() != torch::kFloat || !t->is_contiguous() || t->numel() != x.size(1)) return false;
+  }
+  return true;
 }
 
 torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) {

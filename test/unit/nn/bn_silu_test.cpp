@@ -115,7 +115,9 @@ TEST_CASE("fused BN+BN+SiLU (RepConvN's tail) equals two BatchNorm2d, their sum,
           torch::Tensor z[2];
           for (int fused = 0; fused < 2; ++fused) {
             auto* bn = fused ? fused_bn : reference_bn;
-            for (const auto& t : {x1, x2}) in[fused].push_back((t * (1 + step)).clone(at::MemoryFormat::ChannelsLast).requires_grad_(true));
+            for (const auto& t : {x1, x2}) {
+              in[fused].push_back((t * (1 + step)).clone(at::MemoryFormat::ChannelsLast).requires_grad_(true));
+            }
             bn[0]->zero_grad();
             bn[1]->zero_grad();
             if (fused) {
@@ -125,7 +127,9 @@ TEST_CASE("fused BN+BN+SiLU (RepConvN's tail) equals two BatchNorm2d, their sum,
               z[0] = torch::silu(bn[0](in[0][0].to(torch::kFloat)) + bn[1](in[0][1].to(torch::kFloat)));
             }
             z[fused].backward(dz.to(z[fused].scalar_type()));
-            for (int b = 0; b < 2; ++b) grads[fused].insert(grads[fused].end(), {in[fused][b].grad(), bn[b]->weight.grad(), bn[b]->bias.grad()});
+            for (int b = 0; b < 2; ++b) {
+              grads[fused].insert(grads[fused].end(), {in[fused][b].grad(), bn[b]->weight.grad(), bn[b]->bias.grad()});
+            }
           }
           CHECK(z[1].scalar_type() == dtype);
           CHECK(z[1].is_contiguous(at::MemoryFormat::ChannelsLast));
@@ -259,7 +263,8 @@ TEST_CASE("every compiled CPU capability's kernels agree with the plain ones", "
     }
     torch::Tensor z = torch::empty_like(dz), sum_dy = torch::empty({shape.channels});
     set.f32.apply(branches, count, z.data_ptr<float>(), shape, shift.data_ptr<float>());
-    set.f32.reduce(branches, count, dz.data_ptr<float>(), dx_data[0], shape, shift.data_ptr<float>(), sum_dy.data_ptr<float>(), sums);
+    set.f32.reduce(branches, count, dz.data_ptr<float>(), dx_data[0], shape, shift.data_ptr<float>(), sum_dy.data_ptr<float>(),
+                   sums);
     const torch::Tensor dy = dx[0].clone();
     set.f32.input_grad(branches, count, dx_data[0], dx_data, shape, sum_dy.data_ptr<float>(), sums);
     out.insert(out.end(), {z, sum_dy, dy});
