@@ -42,6 +42,7 @@ std::atomic<bool>& enabled_flag() {
 
 kernels::BnSiluShape shape_of(const torch::Tensor& x) { return {x.numel() / x.size(1), x.size(1)}; }
 
+
 template <typename Call>
 void dispatch(const torch::Tensor& x, const Call& call) {
   if (x.scalar_type() == torch::kBFloat16) {
@@ -122,7 +123,11 @@ tensor_list backward_branches(AutogradContext* ctx, const torch::Tensor& grad) {
   const torch::Tensor& x0 = saved[0];
   const torch::Tensor& shift = saved.back();
   torch::Tensor dz = grad.scalar_type() == x0.scalar_type() ? grad : grad.to(x0.scalar_type());
-  dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
+  std::int64_t dz_row_stride = channels_last_row_stride(dz);
+  if (dz_row_stride == 0) {
+    dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
+    dz_row_stride = dz.size(1);
+  }
   const kernels::BnSiluShape shape = shape_of(x0);
   const auto floats = x0.options().dtype(torch::kFloat);
   torch::Tensor sum_dy = torch::empty({shape.channels}, floats);
@@ -145,7 +150,7 @@ tensor_list backward_branches(AutogradContext* ctx, const torch::Tensor& grad) {
       dx_data[b] = dx[b].defined() ? dx[b].template mutable_data_ptr<T>() : nullptr;
     }
     // dx[0] holds dy, then branch 0's dx
-    kernels.reduce(branches, n, dz.const_data_ptr<T>(), dx_data[0], shape, shift.const_data_ptr<float>(),
+    kernels.reduce(branches, n, dz.const_data_ptr<T>(), dz_row_stride, dx_data[0], shape, shift.const_data_ptr<float>(),
                    sum_dy.mutable_data_ptr<float>(), sums);
     if (any_input) kernels.input_grad(branches, n, dx_data[0], dx_data, shape, sum_dy.const_data_ptr<float>(), sums);
   });
@@ -211,6 +216,15 @@ torch::Tensor batch_norm_add_silu(const torch::Tensor& x1, torch::nn::BatchNorm2
 
 bool fused_bn_silu_enabled() { return enabled_flag().load(std::memory_order_relaxed); }
 void set_fused_bn_silu_enabled(bool enabled) { enabled_flag().store(enabled, std::memory_order_relaxed); }
+
+std::int64_t channels_last_row_stride(const torch::Tensor& t) {
+  if (t.dim() != 4 || t.stride(1) != 1 || t.size(2) < 2 || t.size(3) < 2) {
+    return t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast) ? t.size(1) : 0;
+  }
+  const std::int64_t ld = t.stride(3);
+  if (ld < t.size(1) || t.stride(2) != t.size(3) * ld || t.stride(0) != t.size(2) * t.size(3) * ld) return 0;
+  return ld;
+}
 
 std::string bn_silu_capability() { return kernel_set().capability; }
 

@@ -12,6 +12,7 @@
 
 #include <torch/nn/modules/batchnorm.h>
 
+#include <cstdint>
 #include <string>
 
 namespace libreyolo::nn {
@@ -32,6 +33,12 @@ torch::Tensor batch_norm_add_silu(const torch::Tensor& x1, torch::nn::BatchNorm2
 // On unless LIBREYOLO_FUSED_BN_SILU=0; benchmarks switch it to compare against ATen's two ops.
 bool fused_bn_silu_enabled();
 void set_fused_bn_silu_enabled(bool enabled);
+
+// The distance between rows (pixels) of a 4-D tensor whose channels are contiguous and whose
+// pixels are evenly spaced: its channels for a channels-last tensor, more for a channel slice of a
+// wider one (what cat's and split's backward hand on, read in place by the fused backward); 0 for
+// any other layout.
+std::int64_t channels_last_row_stride(const torch::Tensor& t);
 
 // The kernels in use: "AVX512", "AVX2" or "DEFAULT".
 std::string bn_silu_capability();

@@ -205,20 +205,20 @@ inline float silu_grad(float dz, float y) {
 }
 
 template <typename T, int N>
-void reduce(const BnBranch<T>* br, const T* dz, T* dy_out, BnSiluShape shape, const float* shift, float* sum_dy,
-            float* const* sum_dy_xhat) {
+void reduce(const BnBranch<T>* br, const T* dz, std::int64_t dz_row_stride, T* dy_out, BnSiluShape shape, const float* shift,
+            float* sum_dy, float* const* sum_dy_xhat) {
   const std::int64_t C = shape.channels;
   const auto sums = reduce_columns<1 + N>(shape, [&](std::int64_t r, std::int64_t c, auto* terms) {
-    const std::int64_t i = r * C + c;
+    const std::int64_t i = r * C + c, j = r * dz_row_stride + c;
     if constexpr (std::is_same_v<std::remove_pointer_t<decltype(terms)>, Vec>) {
       Vec xs[N];
       for (int b = 0; b < N; ++b) xs[b] = load(br[b].x + i);
-      const Vec dy = silu_grad(load(dz + i), y_of<T, N>(br, xs, shift, c));
+      const Vec dy = silu_grad(load(dz + j), y_of<T, N>(br, xs, shift, c));
       store1(dy_out + i, dy);
       terms[0] = dy;
       for (int b = 0; b < N; ++b) terms[1 + b] = dy * ((xs[b] - load(br[b].mean + c)) * load(br[b].invstd + c));
     } else {
-      const float dy = silu_grad(static_cast<float>(dz[i]), y_of<T, N>(br, i, shift, c));
+      const float dy = silu_grad(static_cast<float>(dz[j]), y_of<T, N>(br, i, shift, c));
       dy_out[i] = static_cast<T>(dy);
       terms[0] = dy;
       for (int b = 0; b < N; ++b) terms[1 + b] = dy * ((static_cast<float>(br[b].x[i]) - br[b].mean[c]) * br[b].invstd[c]);
@@ -274,10 +274,10 @@ void apply_any(const BnBranch<T>* br, int count, T* z, BnSiluShape shape, const 
   count == 2 ? apply<T, 2>(br, z, shape, shift) : apply<T, 1>(br, z, shape, shift);
 }
 template <typename T>
-void reduce_any(const BnBranch<T>* br, int count, const T* dz, T* dy, BnSiluShape shape, const float* shift, float* sum_dy,
-                float* const* sum_dy_xhat) {
-  count == 2 ? reduce<T, 2>(br, dz, dy, shape, shift, sum_dy, sum_dy_xhat)
-             : reduce<T, 1>(br, dz, dy, shape, shift, sum_dy, sum_dy_xhat);
+void reduce_any(const BnBranch<T>* br, int count, const T* dz, std::int64_t dz_row_stride, T* dy, BnSiluShape shape,
+                const float* shift, float* sum_dy, float* const* sum_dy_xhat) {
+  count == 2 ? reduce<T, 2>(br, dz, dz_row_stride, dy, shape, shift, sum_dy, sum_dy_xhat)
+             : reduce<T, 1>(br, dz, dz_row_stride, dy, shape, shift, sum_dy, sum_dy_xhat);
 }
 template <typename T>
 void input_grad_any(const BnBranch<T>* br, int count, const T* dy, T* const* dx, BnSiluShape shape, const float* sum_dy,

@@ -36,9 +36,11 @@ template <typename T>
 using BnSiluApplyFn = void (*)(const BnBranch<T>* branches, int count, T* z, BnSiluShape shape, const float* shift);
 // Backward, pass 1: dy = dz · silu'(y), written to `dy` (rounded to T, as ATen's silu_backward
 // output is) and summed unrounded: sum_dy[c] = Σ dy, sum_dy_xhat[b][c] = Σ dy (x_b - mean_b) invstd_b.
+// dz's rows are `dz_row_stride` elements apart (`channels`, or more where dz is a channel slice of
+// a wider channels-last tensor, as a concatenation's gradient is).
 template <typename T>
-using BnSiluReduceFn = void (*)(const BnBranch<T>* branches, int count, const T* dz, T* dy, BnSiluShape shape,
-                               const float* shift, float* sum_dy, float* const* sum_dy_xhat);
+using BnSiluReduceFn = void (*)(const BnBranch<T>* branches, int count, const T* dz, std::int64_t dz_row_stride, T* dy,
+                               BnSiluShape shape, const float* shift, float* sum_dy, float* const* sum_dy_xhat);
 // Pass 2: dx_b = scale_b (dy - sum_dy / rows - xhat_b sum_dy_xhat_b / rows). dx[0] may be dy itself.
 template <typename T>
 using BnSiluInputGradFn = void (*)(const BnBranch<T>* branches, int count, const T* dy, T* const* dx, BnSiluShape shape,

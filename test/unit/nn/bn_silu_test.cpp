@@ -191,6 +191,38 @@ TEST_CASE("RepConvN in training takes the fused BN+BN+SiLU and equals its unfuse
   CHECK(fused->forward(input).grad_fn()->name().find("BnBnSiluFunction") == std::string::npos);
 }
 
+TEST_CASE("a gradient that is a channel slice of a wider channels-last tensor is read in place", "[bn_silu]") {
+  const torch::Tensor wide = torch::randn({2, 40, 5, 6}).contiguous(at::MemoryFormat::ChannelsLast);
+  const torch::Tensor slice = wide.narrow(1, 8, 24);  // what cat's backward hands each input
+  CHECK(nn::channels_last_row_stride(wide) == 40);
+  CHECK(nn::channels_last_row_stride(slice) == 40);
+  CHECK(nn::channels_last_row_stride(wide.contiguous()) == 0);  // NCHW
+  CHECK(nn::channels_last_row_stride(wide.narrow(2, 0, 3)) == 0);  // rows no longer evenly spaced
+  CHECK(nn::channels_last_row_stride(torch::randn({2, 24, 1, 1}).contiguous(at::MemoryFormat::ChannelsLast)) == 24);
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    for (const int inputs : {1, 2}) {
+      INFO(c10::toString(dtype) << ", " << inputs << " input(s)");
+      torch::manual_seed(19);
+      const torch::Tensor x1 = torch::randn({2, 24, 5, 6}).to(dtype), x2 = torch::randn({2, 24, 5, 6}).to(dtype);
+      auto bn1 = make_bn(24), bn2 = make_bn(24);
+      torch::Tensor dx[2], dw[2];
+      for (int strided = 0; strided < 2; ++strided) {
+        auto b1 = copy_of(bn1), b2 = copy_of(bn2);
+        torch::Tensor a = x1.clone(at::MemoryFormat::ChannelsLast).requires_grad_(true);
+        torch::Tensor b = x2.clone(at::MemoryFormat::ChannelsLast).requires_grad_(true);
+        torch::Tensor z = inputs == 1 ? nn::batch_norm_silu(a, *b1) : nn::batch_norm_add_silu(a, *b1, b, *b2);
+        const torch::Tensor grad = wide.to(dtype).narrow(1, 8, 24);
+        REQUIRE(nn::channels_last_row_stride(grad) == 40);
+        z.backward(strided ? grad : grad.contiguous(at::MemoryFormat::ChannelsLast));
+        dx[strided] = a.grad();
+        dw[strided] = b1->weight.grad();
+      }
+      CHECK(torch::equal(dx[1], dx[0]));  // the same arithmetic on the same values
+      CHECK(torch::equal(dw[1], dw[0]));
+    }
+  }
+}
+
 TEST_CASE("fused BatchNorm+SiLU gives exact zeros, not values near FLT_MIN, where sigmoid underflows", "[bn_silu]") {
   // Channels whose BN output sits near -88 (a large negative bias; trained networks have such
   // channels): sigmoid(y) is below FLT_MIN there, a denormal, and silu and its gradient are values
@@ -263,8 +295,8 @@ TEST_CASE("every compiled CPU capability's kernels agree with the plain ones", "
     }
     torch::Tensor z = torch::empty_like(dz), sum_dy = torch::empty({shape.channels});
     set.f32.apply(branches, count, z.data_ptr<float>(), shape, shift.data_ptr<float>());
-    set.f32.reduce(branches, count, dz.data_ptr<float>(), dx_data[0], shape, shift.data_ptr<float>(), sum_dy.data_ptr<float>(),
-                   sums);
+    set.f32.reduce(branches, count, dz.data_ptr<float>(), shape.channels, dx_data[0], shape, shift.data_ptr<float>(),
+                   sum_dy.data_ptr<float>(), sums);
     const torch::Tensor dy = dx[0].clone();
     set.f32.input_grad(branches, count, dx_data[0], dx_data, shape, sum_dy.data_ptr<float>(), sums);
     out.insert(out.end(), {z, sum_dy, dy});
