@@ -1,8 +1,7 @@
-// The tail of every Conv+BN+SiLU block in training: BatchNorm2d (batch statistics) then SiLU
-// (`inputs` 1), and RepConvN's: two BatchNorms, summed, then SiLU (`inputs` 2); forward and
-// backward, fused (nn/bn_silu.h) against ATen's ops, on channels-last activations of the sizes
-// YOLOv9-t has at batch 8 and imgsz 320 (and one at 640). JSON lines; median of `repeat` timings
-// of `iterations` forward+backward passes each.
+// The tail of every Conv+BN+SiLU block in training: BatchNorm2d (batch statistics) then SiLU,
+// forward and backward, fused (nn/bn_silu.h) against ATen's two ops, on channels-last activations
+// of the sizes YOLOv9-t has at batch 8 and imgsz 320 (and one at 640). JSON lines; median of
+// `repeat` timings of `iterations` forward+backward passes each.
 //   OMP_NUM_THREADS=2 bench/bn_silu [dtype=bfloat16|float32] [iterations=20] [repeat=5]
 #include "median.h"
 #include "nn/bn_silu.h"
@@ -28,16 +27,12 @@ struct Times {
   double forward_ms = 0, backward_ms = 0;
 };
 
-Times time_ms(std::vector<torch::nn::BatchNorm2d>& bn, const std::vector<torch::Tensor>& inputs, const torch::Tensor& dz,
-              bool fused, int iterations) {
+Times time_ms(torch::nn::BatchNorm2d& bn, const torch::Tensor& input, const torch::Tensor& dz, bool fused, int iterations) {
   Times t;
   for (int i = 0; i < iterations; ++i) {
-    std::vector<torch::Tensor> x;
-    for (const auto& input : inputs) x.push_back(input.detach().requires_grad_(true));
+    torch::Tensor x = input.detach().requires_grad_(true);
     const auto start = Clock::now();
-    torch::Tensor z;
-    if (x.size() == 1) z = fused ? nn::batch_norm_silu(x[0], *bn[0]) : torch::silu(bn[0](x[0]));
-    else z = fused ? nn::batch_norm_add_silu(x[0], *bn[0], x[1], *bn[1]) : torch::silu(bn[0](x[0]) + bn[1](x[1]));
+    torch::Tensor z = fused ? nn::batch_norm_silu(x, *bn) : torch::silu(bn(x));
     const auto middle = Clock::now();
     z.backward(dz);
     t.forward_ms += std::chrono::duration<double, std::milli>(middle - start).count() / iterations;
@@ -64,39 +59,32 @@ int main(int argc, char** argv) {
   const int repeat = std::stoi(args["repeat"]);
   for (const auto& sizes : std::vector<std::vector<std::int64_t>>{
            {8, 32, 160, 160}, {8, 64, 80, 80}, {8, 64, 40, 40}, {8, 128, 20, 20}, {8, 128, 10, 10}, {8, 64, 160, 160}}) {
-    for (const int inputs : {1, 2}) {
-      torch::manual_seed(0);
-      std::vector<torch::Tensor> x;
-      std::vector<torch::nn::BatchNorm2d> bn;
-      for (int b = 0; b < inputs; ++b) {
-        x.push_back(torch::randn(sizes).to(dtype).contiguous(at::MemoryFormat::ChannelsLast));
-        bn.emplace_back(torch::nn::BatchNorm2dOptions(sizes[1]).eps(1e-3).momentum(0.03));
-      }
-      const torch::Tensor dz = torch::randn(sizes).to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
-      std::vector<double> fused_fwd, fused_bwd, aten_fwd, aten_bwd;
-      time_ms(bn, x, dz, true, 2);
-      time_ms(bn, x, dz, false, 2);
-      for (int r = 0; r < repeat; ++r) {  // interleaved
-        const Times f = time_ms(bn, x, dz, true, iterations);
-        const Times a = time_ms(bn, x, dz, false, iterations);
-        fused_fwd.push_back(f.forward_ms);
-        fused_bwd.push_back(f.backward_ms);
-        aten_fwd.push_back(a.forward_ms);
-        aten_bwd.push_back(a.backward_ms);
-      }
-      const double fused = median(fused_fwd) + median(fused_bwd), aten = median(aten_fwd) + median(aten_bwd);
-      nlohmann::json row{{"shape", sizes},
-                         {"inputs", inputs},
-                         {"dtype", args["dtype"]},
-                         {"threads", at::get_num_threads()},
-                         {"kernels", nn::bn_silu_capability()},
-                         {"fused_forward_ms", median(fused_fwd)},
-                         {"fused_backward_ms", median(fused_bwd)},
-                         {"aten_forward_ms", median(aten_fwd)},
-                         {"aten_backward_ms", median(aten_bwd)},
-                         {"speedup", aten / fused}};
-      fmt::print("{}\n", row.dump());
+    torch::manual_seed(0);
+    const torch::Tensor x = torch::randn(sizes).to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+    const torch::Tensor dz = torch::randn(sizes).to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+    torch::nn::BatchNorm2d bn(torch::nn::BatchNorm2dOptions(sizes[1]).eps(1e-3).momentum(0.03));
+    std::vector<double> fused_fwd, fused_bwd, aten_fwd, aten_bwd;
+    time_ms(bn, x, dz, true, 2);
+    time_ms(bn, x, dz, false, 2);
+    for (int r = 0; r < repeat; ++r) {  // interleaved
+      const Times f = time_ms(bn, x, dz, true, iterations);
+      const Times a = time_ms(bn, x, dz, false, iterations);
+      fused_fwd.push_back(f.forward_ms);
+      fused_bwd.push_back(f.backward_ms);
+      aten_fwd.push_back(a.forward_ms);
+      aten_bwd.push_back(a.backward_ms);
     }
+    const double fused = median(fused_fwd) + median(fused_bwd), aten = median(aten_fwd) + median(aten_bwd);
+    nlohmann::json row{{"shape", sizes},
+                       {"dtype", args["dtype"]},
+                       {"threads", at::get_num_threads()},
+                       {"kernels", nn::bn_silu_capability()},
+                       {"fused_forward_ms", median(fused_fwd)},
+                       {"fused_backward_ms", median(fused_bwd)},
+                       {"aten_forward_ms", median(aten_fwd)},
+                       {"aten_backward_ms", median(aten_bwd)},
+                       {"speedup", aten / fused}};
+    fmt::print("{}\n", row.dump());
   }
   return 0;
 }

@@ -1,9 +1,8 @@
 // BatchNorm2d in training mode followed by SiLU, fused on the CPU: the Conv+BN+SiLU block's tail
-// (nn/conv.h), and RepConvN's two BatchNorms, summed, then SiLU (nn/gelan.h); together 291
-// BatchNorms and 237 SiLUs per YOLOv9-t step. One autograd node instead of two (or four):
-//  - forward: the batch statistics (one pass per input), then y = Σ x·scale + shift and
-//    z = y·sigmoid(y) in one pass; neither BN output nor their sum is ever stored;
-//  - backward: one pass for Σdy and each Σdy·x̂ (dy = dz·silu'(y), y recomputed), one for the dx;
+// (nn/conv.h), 291 BatchNorms and 237 SiLUs per YOLOv9-t step. One autograd node instead of two:
+//  - forward: the batch statistics (two passes), then y = x·scale + shift and z = y·sigmoid(y) in
+//    one pass; the BN output y is never stored (one activation-sized tensor less per block);
+//  - backward: one pass for Σdy and Σdy·x̂ (dy = dz·silu'(y), y recomputed), one for dx;
 //  - float and bfloat16 (autocast's convolution output), channels-last, with AVX-512, AVX2 or
 //    plain kernels (nn/bn_silu_kernel.h) picked as ATen picks its own (ATEN_CPU_CAPABILITY).
 // The running statistics and num_batches_tracked change as BatchNorm2d's forward changes them.
@@ -24,11 +23,6 @@ bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dI
 
 // silu(bn(x)) for `bn` in training mode, fused. Call only where fused_bn_silu_applies().
 torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn);
-
-// silu(bn1(x1) + bn2(x2)), both in training mode, x1 and x2 of one shape and dtype, fused. Call
-// only where fused_bn_silu_applies() holds for both.
-torch::Tensor batch_norm_add_silu(const torch::Tensor& x1, torch::nn::BatchNorm2dImpl& bn1, const torch::Tensor& x2,
-                                  torch::nn::BatchNorm2dImpl& bn2);
 
 // On unless LIBREYOLO_FUSED_BN_SILU=0; benchmarks switch it to compare against ATen's two ops.
 bool fused_bn_silu_enabled();

@@ -158,37 +158,22 @@ void stats(const T* x, BnSiluShape shape, float* mean, float* variance) {
   }
 }
 
-// y = Σ_b x_b · scale_b + shift at channel c (x_b already loaded): one fused multiply-add per branch.
-template <typename T, int N>
-inline Vec y_of(const BnBranch<T>* br, const Vec* xs, const float* shift, std::int64_t c) {
-  Vec y = load(shift + c);
-  for (int b = 0; b < N; ++b) y = at::vec::fmadd(xs[b], load(br[b].scale + c), y);
-  return y;
-}
-template <typename T, int N>
-inline float y_of(const BnBranch<T>* br, std::int64_t i, const float* shift, std::int64_t c) {
-  float y = shift[c];
-  for (int b = 0; b < N; ++b) y = static_cast<float>(br[b].x[i]) * br[b].scale[c] + y;
-  return y;
-}
-
-template <typename T, int N>
-void apply(const BnBranch<T>* br, T* z, BnSiluShape shape, const float* shift) {
-  auto silu_of = [](const Vec& y) { return y * sigmoid(y); };
+template <typename T>
+void apply(const T* x, T* z, BnSiluShape shape, const float* scale, const float* shift) {
+  auto silu_of = [&](const Vec& in, std::int64_t c) {
+    const Vec y = at::vec::fmadd(in, load(scale + c), load(shift + c));
+    return y * sigmoid(y);
+  };
   map_rows<T>(
       shape,
       [&](std::int64_t i, std::int64_t c) {
-        Vec a[N], b[N];
-        for (int k = 0; k < N; ++k) load2(br[k].x + i, a[k], b[k]);
-        store2(z + i, silu_of(y_of<T, N>(br, a, shift, c)), silu_of(y_of<T, N>(br, b, shift, c + kLanes)));
+        Vec a, b;
+        load2(x + i, a, b);
+        store2(z + i, silu_of(a, c), silu_of(b, c + kLanes));
       },
+      [&](std::int64_t i, std::int64_t c) { store1(z + i, silu_of(load(x + i), c)); },
       [&](std::int64_t i, std::int64_t c) {
-        Vec a[N];
-        for (int k = 0; k < N; ++k) a[k] = load(br[k].x + i);
-        store1(z + i, silu_of(y_of<T, N>(br, a, shift, c)));
-      },
-      [&](std::int64_t i, std::int64_t c) {
-        const float y = y_of<T, N>(br, i, shift, c);
+        const float y = static_cast<float>(x[i]) * scale[c] + shift[c];
         z[i] = static_cast<T>(y * sigmoid(y));
       });
 }
@@ -204,90 +189,64 @@ inline float silu_grad(float dz, float y) {
   return dz * s * (1.0f + y * (1.0f - s));
 }
 
-template <typename T, int N>
-void reduce(const BnBranch<T>* br, const T* dz, std::int64_t dz_row_stride, T* dy_out, BnSiluShape shape, const float* shift,
-            float* sum_dy, float* const* sum_dy_xhat) {
+template <typename T>
+void reduce(const T* x, const T* dz, std::int64_t dz_row_stride, T* dy_out, BnSiluShape shape, const float* scale,
+            const float* shift, const float* mean, const float* invstd, float* sum_dy, float* sum_dy_xhat) {
   const std::int64_t C = shape.channels;
-  const auto sums = reduce_columns<1 + N>(shape, [&](std::int64_t r, std::int64_t c, auto* terms) {
+  const auto sums = reduce_columns<2>(shape, [&](std::int64_t r, std::int64_t c, auto* terms) {
     const std::int64_t i = r * C + c, j = r * dz_row_stride + c;
     if constexpr (std::is_same_v<std::remove_pointer_t<decltype(terms)>, Vec>) {
-      Vec xs[N];
-      for (int b = 0; b < N; ++b) xs[b] = load(br[b].x + i);
-      const Vec dy = silu_grad(load(dz + j), y_of<T, N>(br, xs, shift, c));
+      const Vec xv = load(x + i);
+      const Vec dy = silu_grad(load(dz + j), at::vec::fmadd(xv, load(scale + c), load(shift + c)));
       store1(dy_out + i, dy);
       terms[0] = dy;
-      for (int b = 0; b < N; ++b) terms[1 + b] = dy * ((xs[b] - load(br[b].mean + c)) * load(br[b].invstd + c));
+      terms[1] = dy * ((xv - load(mean + c)) * load(invstd + c));
     } else {
-      const float dy = silu_grad(static_cast<float>(dz[j]), y_of<T, N>(br, i, shift, c));
+      const float xv = static_cast<float>(x[i]);
+      const float dy = silu_grad(static_cast<float>(dz[j]), xv * scale[c] + shift[c]);
       dy_out[i] = static_cast<T>(dy);
       terms[0] = dy;
-      for (int b = 0; b < N; ++b) terms[1 + b] = dy * ((static_cast<float>(br[b].x[i]) - br[b].mean[c]) * br[b].invstd[c]);
+      terms[1] = dy * ((xv - mean[c]) * invstd[c]);
     }
   });
   std::copy(sums.begin(), sums.begin() + C, sum_dy);
-  for (int b = 0; b < N; ++b) std::copy(sums.begin() + (1 + b) * C, sums.begin() + (2 + b) * C, sum_dy_xhat[b]);
+  std::copy(sums.begin() + C, sums.end(), sum_dy_xhat);
 }
 
-template <typename T, int N>
-void input_grad(const BnBranch<T>* br, const T* dy, T* const* dx, BnSiluShape shape, const float* sum_dy,
-                const float* const* sum_dy_xhat) {
+template <typename T>
+void input_grad(const T* x, T* dy, BnSiluShape shape, const float* mean, const float* invstd, const float* gamma,
+                const float* sum_dy, const float* sum_dy_xhat) {
   const std::int64_t C = shape.channels;
   const float inv_rows = 1.0f / static_cast<float>(shape.rows);
-  // dx_b = scale_b (dy - mean_dy - xhat_b mean_dy_xhat_b), scale_b = gamma_b invstd_b
-  std::vector<float> mean_dy(C), mean_dy_xhat(N * C);
+  // dx = k (dy - mean_dy - xhat mean_dy_xhat), k = gamma invstd
+  std::vector<float> k(C), mean_dy(C), mean_dy_xhat(C);
   for (std::int64_t c = 0; c < C; ++c) {
+    k[c] = gamma[c] * invstd[c];
     mean_dy[c] = sum_dy[c] * inv_rows;
-    for (int b = 0; b < N; ++b) mean_dy_xhat[b * C + c] = sum_dy_xhat[b][c] * inv_rows;
+    mean_dy_xhat[c] = sum_dy_xhat[c] * inv_rows;
   }
-  auto grad_of = [&](int b, const Vec& xv, const Vec& g, std::int64_t c) {
-    const Vec xhat = (xv - load(br[b].mean + c)) * load(br[b].invstd + c);
-    return load(br[b].scale + c) * (g - load(mean_dy.data() + c) - xhat * load(mean_dy_xhat.data() + b * C + c));
+  auto grad_of = [&](const Vec& xv, const Vec& g, std::int64_t c) {
+    const Vec xhat = (xv - load(mean + c)) * load(invstd + c);
+    return load(k.data() + c) * (g - load(mean_dy.data() + c) - xhat * load(mean_dy_xhat.data() + c));
   };
-  // dy is read before any dx is stored at the same place, so dx[0] may be dy
   map_rows<T>(
       shape,
       [&](std::int64_t i, std::int64_t c) {
-        Vec ga, gb;
+        Vec xa, xb, ga, gb;
+        load2(x + i, xa, xb);
         load2(dy + i, ga, gb);
-        for (int b = 0; b < N; ++b) {
-          Vec xa, xb;
-          load2(br[b].x + i, xa, xb);
-          store2(dx[b] + i, grad_of(b, xa, ga, c), grad_of(b, xb, gb, c + kLanes));
-        }
+        store2(dy + i, grad_of(xa, ga, c), grad_of(xb, gb, c + kLanes));
       },
+      [&](std::int64_t i, std::int64_t c) { store1(dy + i, grad_of(load(x + i), load(dy + i), c)); },
       [&](std::int64_t i, std::int64_t c) {
-        const Vec g = load(dy + i);
-        for (int b = 0; b < N; ++b) store1(dx[b] + i, grad_of(b, load(br[b].x + i), g, c));
-      },
-      [&](std::int64_t i, std::int64_t c) {
-        const float g = static_cast<float>(dy[i]);
-        for (int b = 0; b < N; ++b) {
-          const float xhat = (static_cast<float>(br[b].x[i]) - br[b].mean[c]) * br[b].invstd[c];
-          dx[b][i] = static_cast<T>(br[b].scale[c] * (g - mean_dy[c] - xhat * mean_dy_xhat[b * C + c]));
-        }
+        const float xhat = (static_cast<float>(x[i]) - mean[c]) * invstd[c];
+        dy[i] = static_cast<T>(k[c] * (static_cast<float>(dy[i]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
       });
-}
-
-// The entry points: the branch count picks the instantiation.
-template <typename T>
-void apply_any(const BnBranch<T>* br, int count, T* z, BnSiluShape shape, const float* shift) {
-  count == 2 ? apply<T, 2>(br, z, shape, shift) : apply<T, 1>(br, z, shape, shift);
-}
-template <typename T>
-void reduce_any(const BnBranch<T>* br, int count, const T* dz, std::int64_t dz_row_stride, T* dy, BnSiluShape shape,
-                const float* shift, float* sum_dy, float* const* sum_dy_xhat) {
-  count == 2 ? reduce<T, 2>(br, dz, dz_row_stride, dy, shape, shift, sum_dy, sum_dy_xhat)
-             : reduce<T, 1>(br, dz, dz_row_stride, dy, shape, shift, sum_dy, sum_dy_xhat);
-}
-template <typename T>
-void input_grad_any(const BnBranch<T>* br, int count, const T* dy, T* const* dx, BnSiluShape shape, const float* sum_dy,
-                    const float* const* sum_dy_xhat) {
-  count == 2 ? input_grad<T, 2>(br, dy, dx, shape, sum_dy, sum_dy_xhat) : input_grad<T, 1>(br, dy, dx, shape, sum_dy, sum_dy_xhat);
 }
 
 template <typename T>
 BnSiluKernels<T> kernels_for() {
-  return {&stats<T>, &apply_any<T>, &reduce_any<T>, &input_grad_any<T>};
+  return {&stats<T>, &apply<T>, &reduce<T>, &input_grad<T>};
 }
 
 #define LIBREYOLO_STRINGIFY2(x) #x

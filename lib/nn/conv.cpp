@@ -24,14 +24,8 @@ BaseConvImpl::BaseConvImpl(int in_channels, int out_channels, int kernel, int st
                                   torch::nn::BatchNorm2dOptions(out_channels).eps(kBatchNormEps).momentum(kBatchNormMomentum)));
 }
 
-torch::Tensor BaseConvImpl::forward(const torch::Tensor& x) { return normalize(conv_(x)); }
-
-torch::nn::BatchNorm2dImpl* BaseConvImpl::local_batch_norm() {
-  return bn_ && !(sync_ && bn_->is_training()) ? bn_.get() : nullptr;
-}
-
-torch::Tensor BaseConvImpl::normalize(const torch::Tensor& conv_out) {
-  torch::Tensor y = conv_out;
+torch::Tensor BaseConvImpl::forward(const torch::Tensor& x) {
+  torch::Tensor y = conv_(x);
   const bool synced = sync_ && bn_ && bn_->is_training();
   if (activation_ && bn_ && !synced && fused_bn_silu_applies(y, *bn_)) return batch_norm_silu(y, *bn_);
   if (bn_) y = synced ? sync_->forward(y, *bn_) : bn_(y);

@@ -28,13 +28,6 @@ class BaseConvImpl : public torch::nn::Module {
  public:
   BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups = 1, bool activation = true);
   torch::Tensor forward(const torch::Tensor& x);
-  // forward() in two parts, for a block that fuses across BaseConvs (RepConvN): the convolution,
-  // then BN and SiLU (normalize(convolve(x)) is forward(x)).
-  torch::Tensor convolve(const torch::Tensor& x) { return conv_(x); }
-  torch::Tensor normalize(const torch::Tensor& y);
-  // The BatchNorm that a fused kernel may take over: null once fused, and where it is synchronised
-  // across processes in training.
-  torch::nn::BatchNorm2dImpl* local_batch_norm();
 
   // Folds the BatchNorm into the convolution (a biased conv, no BN) for inference.
   void fuse();

@@ -1,7 +1,5 @@
 #include "nn/gelan.h"
 
-#include "nn/bn_silu.h"
-
 #include <torch/nn/functional/pooling.h>
 
 namespace libreyolo::nn {
@@ -19,13 +17,7 @@ RepConvNImpl::RepConvNImpl(int in_channels, int out_channels) {
 
 torch::Tensor RepConvNImpl::forward(const torch::Tensor& x) {
   if (fused_) return torch::silu(fused_(x));
-  const torch::Tensor y1 = conv1_->convolve(x), y2 = conv2_->convolve(x);
-  auto* bn1 = conv1_->local_batch_norm();
-  auto* bn2 = conv2_->local_batch_norm();
-  if (bn1 && bn2 && fused_bn_silu_applies(y1, *bn1) && fused_bn_silu_applies(y2, *bn2)) {
-    return batch_norm_add_silu(y1, *bn1, y2, *bn2);
-  }
-  return torch::silu(conv1_->normalize(y1) + conv2_->normalize(y2));
+  return torch::silu(conv1_(x) + conv2_(x));
 }
 
 void RepConvNImpl::fuse() {
