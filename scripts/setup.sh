@@ -21,6 +21,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 packages=(
   build-essential pkg-config git meson ninja-build ccache
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libfmt-dev catch2
+  libgoogle-perftools-dev  # tcmalloc_minimal: the binaries' malloc (-Dtcmalloc; large tensors without page faults)
   libgloo-dev  # headers only: the declarations of c10d's Gloo backend (LibTorch holds the code)
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libturbojpeg0-dev libjpeg62-turbo-dev
   chromium  # test-time only: renders the profiler's timeline.html headless

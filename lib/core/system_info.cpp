@@ -10,6 +10,7 @@
 #include <opencv2/core/version.hpp>
 #include <torch/version.h>
 
+#include <dlfcn.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -35,6 +36,17 @@ int usable_cpus() {
   return std::max(cpus, 1);
 }
 
+std::string malloc_name() {
+  using VersionFn = const char* (*)(int*, int*, const char**);
+  if (auto* version = reinterpret_cast<VersionFn>(::dlsym(RTLD_DEFAULT, "tc_version"))) {
+    int major = 0, minor = 0;
+    const char* patch = nullptr;
+    version(&major, &minor, &patch);
+    return fmt::format("tcmalloc {}.{}{}", major, minor, patch != nullptr ? patch : "");
+  }
+  return "glibc malloc";
+}
+
 void choose_intra_op_threads() {
   if (std::getenv("OMP_NUM_THREADS") != nullptr) return;
   const int usable = usable_cpus();
@@ -49,6 +61,7 @@ SystemInfo collect_system_info() {
   info.opencv_version = CV_VERSION;
   info.cpu_threads = usable_cpus();
   info.torch_threads = at::get_num_threads();
+  info.allocator = malloc_name();
   info.cupti_compiled = LIBREYOLO_HAVE_CUPTI;
   info.dist_backends = {"gloo"};
   if (LIBREYOLO_HAVE_NCCL) info.dist_backends.emplace_back("nccl");
@@ -83,6 +96,8 @@ std::string format_system_info(const SystemInfo& info) {
   }
   text += fmt::format("CPU threads {} (LibTorch uses {})\n", info.cpu_threads, info.torch_threads);
   text += fmt::format("OpenCV      {}\n", info.opencv_version);
+  text += fmt::format("malloc      {}{}\n", info.allocator,
+                      info.allocator.starts_with("tcmalloc") ? "" : " (large tensors cost page faults: build with tcmalloc)");
   return text;
 }
 
@@ -111,6 +126,7 @@ nlohmann::json system_info_json(const SystemInfo& info) {
       {"cpu_threads", info.cpu_threads},
       {"torch_threads", info.torch_threads},
       {"opencv_version", info.opencv_version},
+      {"allocator", info.allocator},
   };
 }
 
