@@ -1,4 +1,4 @@
-// YOLOv9's loss on the CPU (JSON lines): the TAL assignment alone, and the whole loss forward +
+// YOLOv9's loss on the CPU (one JSON line): the whole loss, TAL assignment included, forward +
 // backward, on random head outputs and random boxes of COCO-like sizes. Median of `repeat` timings.
 //   bench/yolo9_loss [imgsz=640] [batch=16] [boxes_per_image=40] [classes=80] [repeat=5]
 // TRACE=file.json also writes one more forward + backward as a Chrome trace of its operators.

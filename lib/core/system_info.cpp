@@ -44,6 +44,7 @@ std::string malloc_name() {
     version(&major, &minor, &patch);
     return fmt::format("tcmalloc {}.{}{}", major, minor, patch != nullptr ? patch : "");
   }
+  if (::dlsym(RTLD_DEFAULT, "mallctl") != nullptr) return "jemalloc";  // preloaded (LD_PRELOAD)
   return "glibc malloc";
 }
 
@@ -97,7 +98,7 @@ std::string format_system_info(const SystemInfo& info) {
   text += fmt::format("CPU threads {} (LibTorch uses {})\n", info.cpu_threads, info.torch_threads);
   text += fmt::format("OpenCV      {}\n", info.opencv_version);
   text += fmt::format("malloc      {}{}\n", info.allocator,
-                      info.allocator.starts_with("tcmalloc") ? "" : " (large tensors cost page faults: build with tcmalloc)");
+                      info.allocator != "glibc malloc" ? "" : " (large tensors cost page faults: build with tcmalloc)");
   return text;
 }
 

@@ -18,7 +18,7 @@ struct SystemInfo {
   std::string opencv_version;
   int cpu_threads = 0;       // CPUs this process may use (usable_cpus)
   int torch_threads = 0;     // intra-op threads LibTorch uses
-  std::string allocator;     // the process's malloc: "tcmalloc 2.10" or "glibc malloc"
+  std::string allocator;     // the process's malloc: "tcmalloc 2.10", "jemalloc" or "glibc malloc"
   bool cupti_compiled = false;
   std::vector<std::string> dist_backends;  // c10d backends compiled in (gloo, nccl)
   cuda::CudaInfo cuda;
@@ -29,7 +29,8 @@ struct SystemInfo {
 int usable_cpus();
 
 // The malloc this process runs on: tcmalloc when the binary links it (-Dtcmalloc) or it is
-// preloaded, found by its tc_version symbol; otherwise "glibc malloc".
+// preloaded, found by its tc_version symbol; "jemalloc" when preloaded (its mallctl); otherwise
+// "glibc malloc".
 std::string malloc_name();
 
 // LibTorch's default intra-op thread count is the machine's physical cores, whatever share of
