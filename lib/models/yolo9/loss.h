@@ -9,6 +9,7 @@
 #include <ATen/Tensor.h>
 
 #include <array>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,8 +35,20 @@ struct TalAssignment {
 // Candidates: anchor centre inside the box (distance ≥ 0) and every side within reg_max − 1.01
 // strides; top-k by alignment per box; a box left without anchors takes its best-aligned one;
 // an anchor claimed twice goes to the box it overlaps most (CIoU).
+// On the CPU it scores only the candidate pairs (tal_assign_sparse), elsewhere every pair.
 TalAssignment tal_assign(const at::Tensor& class_logits, const at::Tensor& boxes, const at::Tensor& centres,
                          const at::Tensor& strides, const TargetBatch& targets, const TalOptions& options);
+
+// Every (box, anchor) pair as [B, G, A] tensors: static shapes, no host reads (a CUDA graph
+// captures it).
+TalAssignment tal_assign_dense(const at::Tensor& class_logits, const at::Tensor& boxes, const at::Tensor& centres,
+                               const at::Tensor& strides, const TargetBatch& targets, const TalOptions& options);
+
+// The same assignment from host loops over each box's candidate cells, parallel over images;
+// nothing when the tensors are not on the CPU or the anchors are not anchor_points' grid.
+std::optional<TalAssignment> tal_assign_sparse(const at::Tensor& class_logits, const at::Tensor& boxes,
+                                               const at::Tensor& centres, const at::Tensor& strides,
+                                               const TargetBatch& targets, const TalOptions& options);
 
 struct LossOptions {
   double box_gain = 7.5;

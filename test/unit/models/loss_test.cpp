@@ -63,9 +63,21 @@ at::Tensor predicted_cxcywh(std::int64_t anchors, const std::vector<std::pair<in
 
 at::Tensor rows_of(std::vector<float> values) { return at::tensor(values); }
 
+// TAL in the form a section picks: the dense [B, G, A] tensors (what a GPU and a graph run) or
+// the CPU's loops over candidate pairs (what tal_assign runs on the CPU).
+yolo9::TalAssignment tal_in(bool dense, const at::Tensor& logits, const at::Tensor& boxes, const AnchorPoints& points,
+                            const TargetBatch& targets, const yolo9::TalOptions& options = {}) {
+  if (dense) return yolo9::tal_assign_dense(logits, boxes, points.centres, points.strides, targets, options);
+  auto sparse = yolo9::tal_assign_sparse(logits, boxes, points.centres, points.strides, targets, options);
+  REQUIRE(sparse.has_value());
+  return *sparse;
+}
+
 }  // namespace
 
 TEST_CASE("TAL picks the aligned anchors inside the box and scores them by alignment", "[tal]") {
+  const bool dense = GENERATE(false, true);
+  CAPTURE(dense);
   const AnchorPoints points = anchors_for(64);
   const std::int64_t anchors = points.centres.size(0);
   REQUIRE(anchors == 84);
@@ -73,7 +85,7 @@ TEST_CASE("TAL picks the aligned anchors inside the box and scores them by align
   // (28,28) predicts it shifted 4 px right: IoU 896/1152, centre distance² 16, diagonal² 2320.
   const auto targets = boxes({{1, 16, 16, 48, 48}}, 64);
   const at::Tensor predicted = predicted_xyxy(anchors, {{18, {16, 16, 48, 48}}, {27, {20, 16, 52, 48}}});
-  const auto result = yolo9::tal_assign(at::zeros({1, anchors, 2}), predicted, points.centres, points.strides, targets, {});
+  const auto result = tal_in(dense, at::zeros({1, anchors, 2}), predicted, points, targets);
   CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{18, 27});
   const double ciou = same_aspect_ciou(896, 1152, 16, 2320);
   // Score target = alignment / best alignment × best IoU of the box = ciou⁶ for anchor 27.
@@ -85,24 +97,26 @@ TEST_CASE("TAL picks the aligned anchors inside the box and scores them by align
 }
 
 TEST_CASE("TAL gives a box with no candidate anchor its best-aligned anchor", "[tal]") {
+  const bool dense = GENERATE(false, true);
+  CAPTURE(dense);
   const AnchorPoints points = anchors_for(64);
   const std::int64_t anchors = points.centres.size(0);
   // (9,9)-(11,11) holds no anchor centre; anchor 9 (centre 12,12) predicts it exactly.
   const auto targets = boxes({{0, 9, 9, 11, 11}}, 64);
-  const auto result = yolo9::tal_assign(at::zeros({1, anchors, 2}), predicted_xyxy(anchors, {{9, {9, 9, 11, 11}}}),
-                                        points.centres, points.strides, targets, {});
+  const auto result = tal_in(dense, at::zeros({1, anchors, 2}), predicted_xyxy(anchors, {{9, {9, 9, 11, 11}}}), points, targets);
   CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{9});
   CHECK(result.target_scores[0][9][0].item<double>() == Approx(1.0).epsilon(1e-5));
 }
 
 TEST_CASE("TAL gives an anchor claimed by two boxes to the one it overlaps most", "[tal]") {
+  const bool dense = GENERATE(false, true);
+  CAPTURE(dense);
   const AnchorPoints points = anchors_for(64);
   const std::int64_t anchors = points.centres.size(0);
   // Anchor 18 predicts (16,16)-(44,44): CIoU 784/1024 − 8/2048 with box A (16,16)-(48,48),
   // 576/784 − 8/1568 with box B (16,16)-(40,40). It goes to A; B is left without an anchor.
   const auto targets = boxes({{0, 16, 16, 48, 48}, {1, 16, 16, 40, 40}}, 64);
-  const auto result = yolo9::tal_assign(at::zeros({1, anchors, 2}), predicted_xyxy(anchors, {{18, {16, 16, 44, 44}}}),
-                                        points.centres, points.strides, targets, {});
+  const auto result = tal_in(dense, at::zeros({1, anchors, 2}), predicted_xyxy(anchors, {{18, {16, 16, 44, 44}}}), points, targets);
   CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{18});
   CHECK(result.gt_index[0][18].item<std::int64_t>() == 0);
   CHECK(result.target_scores[0][18][0].item<double>() == Approx(same_aspect_ciou(784, 1024, 8, 2048)).epsilon(1e-4));
@@ -110,16 +124,66 @@ TEST_CASE("TAL gives an anchor claimed by two boxes to the one it overlaps most"
 }
 
 TEST_CASE("TAL leaves out anchors more than reg_max - 1.01 strides from a side", "[tal]") {
+  const bool dense = GENERATE(false, true);
+  CAPTURE(dense);
   // A box filling a 320×320 input: a stride-8 anchor is at least 160 px = 20 strides from some
   // side (> 14.99), so only stride 16 and 32 anchors may take it; top-k keeps 10.
   const AnchorPoints points = anchors_for(320);
   const std::int64_t anchors = points.centres.size(0);
   const auto targets = boxes({{0, 0, 0, 320, 320}}, 320);
   const at::Tensor predicted = at::tensor({0.f, 0.f, 320.f, 320.f}).repeat({1, anchors, 1});
-  const auto result = yolo9::tal_assign(at::zeros({1, anchors, 1}), predicted, points.centres, points.strides, targets, {});
+  const auto result = tal_in(dense, at::zeros({1, anchors, 1}), predicted, points, targets);
   const auto chosen = foreground_of(result.foreground);
   CHECK(chosen.size() == 10);
   for (const std::int64_t i : chosen) CHECK(points.strides[i].item<float>() >= 16.f);
+}
+
+TEST_CASE("TAL's CPU form assigns what the dense form assigns", "[tal]") {
+  // 320×256 input, 4 images with 0, 3, 25 and 60 boxes from 2 to 300 px (the smallest hold no
+  // anchor centre: the whole-row fallback), predictions near the anchors (overlapping boxes
+  // claim the same anchors), random class scores; and a topk larger than some boxes' candidates.
+  at::manual_seed(7);
+  std::vector<at::Tensor> maps;
+  for (int stride : {8, 16, 32}) maps.push_back(at::zeros({1, 1, 256 / stride, 320 / stride}));
+  const AnchorPoints points = anchor_points(maps, {8, 16, 32});
+  const std::int64_t anchors = points.centres.size(0), classes = 5;
+  std::vector<at::Tensor> rows;
+  const std::vector<int> counts{0, 3, 25, 60};
+  for (std::size_t image = 0; image < counts.size(); ++image) {
+    const std::int64_t n = counts[image];
+    if (n == 0) continue;
+    const at::Tensor size = at::exp(at::rand({n, 2}) * std::log(150.0)) * 2 / at::tensor({320.f, 256.f});
+    const at::Tensor centre = size / 2 + at::rand({n, 2}) * (1 - size);
+    rows.push_back(at::cat({at::full({n, 1}, static_cast<float>(image)), at::randint(classes, {n, 1}).to(at::kFloat),
+                            centre, size}, 1));
+  }
+  const TargetBatch targets = pad_targets(at::cat(rows), 4, 320, 256);
+  const at::Tensor sides = (at::rand({4, anchors, 4}) * 5 + 0.5) * points.strides.view({1, -1, 1});
+  const at::Tensor centres = points.centres.unsqueeze(0);
+  const at::Tensor predicted = at::cat({centres - sides.narrow(2, 0, 2), centres + sides.narrow(2, 2, 2)}, 2);
+  const at::Tensor logits = at::randn({4, anchors, classes}) * 2;
+  const int topk = GENERATE(10, 40);
+  CAPTURE(topk);
+  yolo9::TalOptions options;
+  options.topk = topk;
+
+  const auto dense = tal_in(true, logits, predicted, points, targets, options);
+  const auto sparse = tal_in(false, logits, predicted, points, targets, options);
+  REQUIRE(dense.foreground.sum().item<std::int64_t>() > 200);
+  CHECK(at::equal(sparse.foreground, dense.foreground));
+  CHECK(at::equal(sparse.gt_index * sparse.foreground, dense.gt_index * dense.foreground));
+  CHECK(at::allclose(sparse.target_scores, dense.target_scores, 1e-5, 1e-6));
+  CHECK(at::equal(sparse.target_boxes, dense.target_boxes));
+}
+
+TEST_CASE("TAL's CPU form declines anchors that are not anchor_points' grid", "[tal]") {
+  const AnchorPoints points = anchors_for(64);
+  const at::Tensor shuffled = points.centres.flip(0);
+  const auto targets = boxes({{0, 16, 16, 48, 48}}, 64);
+  const std::int64_t anchors = points.centres.size(0);
+  CHECK_FALSE(yolo9::tal_assign_sparse(at::zeros({1, anchors, 1}), at::zeros({1, anchors, 4}), shuffled,
+                                       points.strides, targets, {})
+                  .has_value());
 }
 
 TEST_CASE("SimOTA takes dynamic_k = floor(sum of the best IoUs) cheapest anchors", "[simota]") {
