@@ -481,6 +481,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
                                           .mean_kernel_us = mean_kernel_us,
                                           .host_overhead_ms = host_overhead_ms,
                                           .amp = amp,
+                                          .cpu_bf16_speedup = summary ? summary->cpu_bf16_speedup() : std::nullopt,
                                           .communication_fraction = communication.fraction,
                                           .slowest_rank_note = communication.slowest_rank_note});
   const bool memory_pressure = verdict.bound == "memory-pressure";

@@ -31,6 +31,7 @@ class ProfilerHook final : public train::TrainHook {
                                    {"imgsz", run.image_size}, {"amp", run.autocast},
                                    {"amp_dtype", run.autocast ? nlohmann::ordered_json(run.amp_dtype) : nlohmann::ordered_json(nullptr)},
                                    {"workers", run.workers}};
+    if (run.cpu_bf16_speedup) meta["cpu_bf16_speedup"] = *run.cpu_bf16_speedup;  // the verdict's bfloat16 lever
     if (collectives_ && collectives_->world_size() > 1) {  // img/s counts every rank's images: the run's throughput
       meta["batch"] = run.batch * collectives_->world_size();
       meta["batch_per_process"] = run.batch;

@@ -27,6 +27,11 @@ double StepSummary::images_per_second() const {
 
 bool StepSummary::amp() const { return meta.contains("amp") && meta["amp"].is_boolean() && meta["amp"].get<bool>(); }
 
+std::optional<double> StepSummary::cpu_bf16_speedup() const {
+  if (!meta.contains("cpu_bf16_speedup") || !meta["cpu_bf16_speedup"].is_number()) return std::nullopt;
+  return meta["cpu_bf16_speedup"].get<double>();
+}
+
 nlohmann::ordered_json summary_to_json(const StepSummary& s) {
   nlohmann::ordered_json composition = nlohmann::ordered_json::object();
   double total = 0;

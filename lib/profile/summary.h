@@ -57,6 +57,7 @@ struct StepSummary {
   double dataload_fraction() const { return step_ms > 0 ? dataload_ms / step_ms : 0.0; }
   double images_per_second() const;
   bool amp() const;
+  std::optional<double> cpu_bf16_speedup() const;  // meta's, where the run measured it
 };
 
 nlohmann::ordered_json summary_to_json(const StepSummary& summary);

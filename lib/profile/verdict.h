@@ -24,6 +24,8 @@ struct VerdictInputs {
   double mean_kernel_us = 0;
   double host_overhead_ms = 0;
   bool amp = true;
+  // CPU: float32's time over bfloat16's for a convolution, measured by the run (unset: not measured)
+  std::optional<double> cpu_bf16_speedup;
   // Data-parallel: the share of the step with a collective in flight (Gloo operators on the CPU,
   // NCCL kernels on the GPU); unset for one process or without a trace.
   std::optional<double> communication_fraction;

@@ -5,9 +5,16 @@
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace libreyolo::train {
 
@@ -30,8 +37,11 @@ AutocastGuard::~AutocastGuard() {
   at::autocast::set_autocast_cache_enabled(was_caching_);
 }
 
-bool cpu_has_bf16() {
-  // LibTorch 2.11 exposes no bf16 query for the CPU; the kernel's flags say it.
+namespace {
+
+// Whether the first "flags" line of /proc/cpuinfo names any of `wanted` (LibTorch 2.11 exposes
+// no bf16 query for the CPU; the kernel's flags say it).
+bool cpu_flag(std::initializer_list<std::string_view> wanted) {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line)) {
@@ -39,11 +49,51 @@ bool cpu_has_bf16() {
     std::istringstream words(line);
     std::string flag;
     while (words >> flag) {
-      if (flag == "avx512_bf16" || flag == "amx_bf16") return true;
+      if (std::find(wanted.begin(), wanted.end(), flag) != wanted.end()) return true;
     }
     return false;
   }
   return false;
+}
+
+}  // namespace
+
+bool cpu_has_bf16() { return cpu_flag({"avx512_bf16", "amx_bf16"}); }
+bool cpu_has_amx() { return cpu_flag({"amx_bf16"}); }
+
+double measure_cpu_bf16_speedup() {
+  at::NoGradGuard no_grad;  // the backward runs as convolution_backward itself: no autograd graph
+  struct Case {
+    at::Tensor input, weight;
+    std::vector<double> seconds;
+  };
+  std::vector<Case> cases;
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    const auto options = at::TensorOptions().dtype(dtype);
+    cases.push_back({at::randn({8, 64, 40, 40}).to(options).contiguous(at::MemoryFormat::ChannelsLast),
+                     (at::randn({64, 64, 3, 3}) * 0.05).to(options).contiguous(at::MemoryFormat::ChannelsLast), {}});
+  }
+  for (int round = 0; round < 6; ++round) {  // interleaved, so that a busy moment hits both; round 0 builds the kernels
+    for (Case& c : cases) {
+      const auto start = std::chrono::steady_clock::now();
+      const at::Tensor output = at::conv2d(c.input, c.weight, {}, 1, 1);
+      (void)at::convolution_backward(at::ones_like(output), c.input, c.weight, std::nullopt, {1, 1}, {1, 1}, {1, 1}, false,
+                                     {0, 0}, 1, {true, true, false});
+      if (round > 0) c.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+  }
+  for (Case& c : cases) std::sort(c.seconds.begin(), c.seconds.end());
+  const double float32 = cases[0].seconds[2], bfloat16 = cases[1].seconds[2];
+  return bfloat16 > 0 ? float32 / bfloat16 : 0.0;
+}
+
+CpuBf16Note cpu_bf16_note(double speedup, bool amx) {
+  const std::string measured = fmt::format("a bfloat16 convolution ran {:.2f}x as fast as float32 on this CPU{}", speedup,
+                                           amx ? "" : " (no AMX)");
+  constexpr std::string_view kUsing = "Using CPU mixed precision (autocast bfloat16)";
+  if (speedup < 0.9) return {true, fmt::format("{}, but {}: amp=false trains faster here", kUsing, measured)};
+  if (speedup < 1.1) return {false, fmt::format("{}: {}; little to gain here", kUsing, measured)};
+  return {false, fmt::format("{}: {}", kUsing, measured)};
 }
 
 GradScaler::GradScaler(bool enabled, double init_scale, double growth_factor, double backoff_factor,

@@ -31,6 +31,7 @@ struct RunInfo {
   int image_size = 0;
   bool autocast = false;
   std::string amp_dtype;
+  std::optional<double> cpu_bf16_speedup;  // float32's time over bfloat16's for a convolution here, where measured
   int workers = 0;
   std::filesystem::path run_dir;
   // The trained network, for hooks that work on its parameters or gradients (a gradient reducer).

@@ -318,7 +318,16 @@ void set_up_amp(Training& t) {
   } else if (amp_requested && !t.device.is_cuda()) {
     if (t.amp_dtype == c10::kBFloat16 && cpu_has_bf16()) {
       t.autocast = true;
-      log::info("Using CPU mixed precision (autocast bfloat16)");
+      if (t.cpu_bf16_speedup) {
+        const CpuBf16Note note = cpu_bf16_note(*t.cpu_bf16_speedup, cpu_has_amx());
+        if (note.warn) {
+          log::warn("{}", note.line);
+        } else {
+          log::info("{}", note.line);
+        }
+      } else {
+        log::info("Using CPU mixed precision (autocast bfloat16)");
+      }
     } else if (t.amp_dtype == c10::kBFloat16) {
       log::info("amp_dtype=bfloat16: this CPU has no native bfloat16 (avx512_bf16/amx); training in float32");
     } else if (config.source("amp") == config::Source::command_line) {
@@ -411,6 +420,11 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   t->multi_scale = config.get_bool("multi_scale");
 
   log_ignored_keys(config, t->world_size() > 1);
+  // Before the loader's threads start: they would share the cores with the timing.
+  if (!t->device.is_cuda() && cpu_has_bf16() &&
+      ((config.get_bool("amp") && config.get_text("amp_dtype") == "bfloat16") || config.get_bool("profile"))) {
+    t->cpu_bf16_speedup = measure_cpu_bf16_speedup();
+  }
   set_up_data(*t);
   set_up_model(*t);
   state.epochs = static_cast<int>(config.get_int("epochs"));

@@ -64,6 +64,9 @@ struct Training {
   std::optional<Schedule> schedule;
   bool autocast = false;
   c10::ScalarType amp_dtype = c10::kHalf;
+  // float32's time over bfloat16's for a convolution on this CPU (measure_cpu_bf16_speedup), measured
+  // when a CPU run asks for bfloat16 or is profiled on a CPU with bfloat16 instructions
+  std::optional<double> cpu_bf16_speedup;
   std::unique_ptr<GradScaler> scaler;
   std::unique_ptr<GraphManager> graphs;  // cuda_graph=true on a CUDA device; null: eager
   std::unique_ptr<InferenceGraphs> val_graphs;  // validation's, with `graphs`

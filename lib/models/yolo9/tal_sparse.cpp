@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <cmath>
@@ -79,6 +80,7 @@ struct Pair {
 std::optional<TalAssignment> tal_assign_sparse(const at::Tensor& class_logits_in, const at::Tensor& boxes_in,
                                                const at::Tensor& centres_in, const at::Tensor& strides_in,
                                                const TargetBatch& targets, const TalOptions& options) {
+  RECORD_FUNCTION("libreyolo::tal_assign_sparse", std::vector<c10::IValue>());  // a span in the profiler's operators
   at::NoGradGuard no_grad;
   const at::Tensor class_logits = class_logits_in.detach().to(at::kFloat).contiguous();
   const at::Tensor boxes = boxes_in.detach().to(at::kFloat).contiguous();

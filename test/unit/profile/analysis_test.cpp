@@ -271,3 +271,23 @@ TEST_CASE("GPU data-parallel: NCCL kernels are communication, not compute or ove
   CHECK(p["distributed"]["collective_gpu_ms_per_step"].get<double>() == Approx(0.05));
   CHECK(p["bound"] == "communication");
 }
+
+TEST_CASE("CPU compute verdict: the bfloat16 lever follows the run's own measurement", "[profile]") {
+  VerdictInputs in;
+  in.on_gpu = false;
+  in.dataload_fraction = 0.0;
+  in.utilisation_raw = 0.95;
+  in.amp = false;
+  const auto levers = [&] { return decide_verdict(in).levers; };
+  REQUIRE(decide_verdict(in).bound == "compute");
+  CHECK(levers().find("amp_dtype=bfloat16 on a CPU with native bf16") != std::string::npos);  // not measured
+  in.cpu_bf16_speedup = 1.65;
+  CHECK(levers().find("amp=true amp_dtype=bfloat16 (a bfloat16 convolution ran 1.65x as fast as float32 here)") !=
+        std::string::npos);
+  in.cpu_bf16_speedup = 0.7;  // float32 run, bfloat16 slower: no bfloat16 lever
+  CHECK(levers().find("bfloat16") == std::string::npos);
+  in.amp = true;  // a bfloat16 run that float32 would beat
+  CHECK(levers().find("amp=false (a bfloat16 convolution ran 0.70x as fast as float32 here)") != std::string::npos);
+  in.cpu_bf16_speedup = 1.65;  // a bfloat16 run that pays
+  CHECK(levers().find("amp") == std::string::npos);
+}

@@ -3,6 +3,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <limits>
 
 #include "catch.h"  // last: see catch.h
@@ -72,4 +73,28 @@ TEST_CASE("Autocast guard turns CPU autocast on for its scope only", "[amp]") {
   CHECK_FALSE(at::autocast::is_autocast_enabled(c10::kCPU));
   AutocastGuard off(c10::kCPU, c10::kBFloat16, false);
   CHECK_FALSE(at::autocast::is_autocast_enabled(c10::kCPU));
+}
+
+TEST_CASE("The CPU's bfloat16 note follows the measured convolution speed-up", "[amp]") {
+  const CpuBf16Note slower = cpu_bf16_note(0.66, false);
+  CHECK(slower.warn);
+  CHECK(slower.line.find("Using CPU mixed precision (autocast bfloat16)") == 0);
+  CHECK(slower.line.find("0.66x as fast as float32 on this CPU (no AMX)") != std::string::npos);
+  CHECK(slower.line.find("amp=false trains faster here") != std::string::npos);
+  const CpuBf16Note even = cpu_bf16_note(1.0, false);
+  CHECK_FALSE(even.warn);
+  CHECK(even.line.find("little to gain") != std::string::npos);
+  const CpuBf16Note faster = cpu_bf16_note(1.7, true);
+  CHECK_FALSE(faster.warn);
+  CHECK(faster.line == "Using CPU mixed precision (autocast bfloat16): a bfloat16 convolution ran 1.70x as fast as "
+                       "float32 on this CPU");
+}
+
+TEST_CASE("The CPU's bfloat16 convolution speed-up is measured, not assumed", "[amp]") {
+  const double speedup = measure_cpu_bf16_speedup();
+  // Any CPU runs a bfloat16 convolution (emulated where it lacks the instructions): a real ratio,
+  // within a range no CPU leaves (AMX is about 7x).
+  CHECK(std::isfinite(speedup));
+  CHECK(speedup > 0.01);
+  CHECK(speedup < 50);
 }
