@@ -2,9 +2,12 @@
 // backward, on random head outputs and random boxes of COCO-like sizes. Median of `repeat` timings.
 //   bench/yolo9_loss [imgsz=640] [batch=16] [boxes_per_image=40] [classes=80] [repeat=5]
 // TRACE=file.json also writes one more forward + backward as a Chrome trace of its operators.
-// The [B, G, A] assignment tensors grow with boxes_per_image (G): it shows what the allocator costs
-// (glibc's malloc against tcmalloc: -Dtcmalloc) and what the assigner costs per box.
+// It also times the TAL assigner alone in both forms, on the same decoded boxes: the dense one
+// (every (box, anchor) pair as [B, G, A] tensors: what a GPU runs; its cost grows with
+// boxes_per_image G, and with the allocator: glibc's malloc against tcmalloc, -Dtcmalloc) and the
+// CPU's (candidate cells only: what the loss runs here).
 #include "median.h"
+#include "models/anchors.h"
 #include "models/targets.h"
 #include "models/yolo9/loss.h"
 
@@ -54,6 +57,30 @@ int main(int argc, char** argv) {
     for (auto& m : maps) m.mutable_grad().reset();
     if (r > 0) loss_ms.push_back(ms);  // the first is warm-up
   }
+  // The assigner alone, on boxes decoded from the maps as the loss decodes them.
+  std::vector<at::Tensor> logits, distributions;
+  for (const at::Tensor& map : maps) {
+    const at::Tensor flat = map.detach().flatten(2).transpose(1, 2);
+    distributions.push_back(flat.narrow(2, 0, 4 * reg_max).reshape({batch, -1, 4, reg_max}));
+    logits.push_back(flat.narrow(2, 4 * reg_max, classes));
+  }
+  const models::AnchorPoints points = models::anchor_points(maps, {8, 16, 32});
+  const at::Tensor sides_px = (at::cat(distributions, 1).softmax(3) * at::arange(reg_max, at::kFloat)).sum(3) *
+                              points.strides.view({1, -1, 1});
+  const at::Tensor decoded = at::cat({points.centres - sides_px.narrow(2, 0, 2), points.centres + sides_px.narrow(2, 2, 2)}, 2);
+  const at::Tensor class_logits = at::cat(logits, 1).contiguous();
+  const auto time_assigner = [&](bool dense) {
+    std::vector<double> ms;
+    for (int r = 0; r < repeat + 1; ++r) {
+      const auto start = Clock::now();
+      const auto assigned = dense ? models::yolo9::tal_assign_dense(class_logits, decoded, points.centres, points.strides, padded, options.tal)
+                                  : *models::yolo9::tal_assign_sparse(class_logits, decoded, points.centres, points.strides, padded, options.tal);
+      if (r > 0) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+    return bench::median(ms);
+  };
+  const double dense_ms = time_assigner(true), sparse_ms = time_assigner(false);
+
   if (std::getenv("TRACE")) {
     torch::autograd::profiler::RecordProfile guard(std::getenv("TRACE"));
     models::LossTerms terms = models::yolo9::loss(maps, padded, options);
@@ -61,6 +88,6 @@ int main(int argc, char** argv) {
   }
   nlohmann::json out{{"bench", "yolo9_loss"}, {"imgsz", imgsz}, {"batch", batch}, {"boxes_per_image", per_image},
                      {"classes", classes}, {"threads", at::get_num_threads()}, {"loss_fwd_bwd_ms", bench::median(loss_ms)},
-                     {"foreground_per_image", foreground}};
+                     {"foreground_per_image", foreground}, {"tal_dense_ms", dense_ms}, {"tal_cpu_ms", sparse_ms}};
   fmt::print("{}\n", out.dump());
 }
