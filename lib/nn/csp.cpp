@@ -52,8 +52,11 @@ SPPBottleneckImpl::SPPBottleneckImpl(int in_channels, int out_channels) {
 
 torch::Tensor SPPBottleneckImpl::forward(const torch::Tensor& x) {
   const torch::Tensor y = conv1_(x);
+  // The 5, 9 and 13 max pools (stride 1, same padding) as a 5×5 pool applied once, twice and three
+  // times: a 5×5 window of 5×5 window maxima is the 9×9 window's maximum, so the values are the
+  // same (SPPF's identity) for 75 comparisons per output instead of 275.
   std::vector<torch::Tensor> parts{y};
-  for (const int k : {5, 9, 13}) parts.push_back(torch::max_pool2d(y, k, 1, k / 2));
+  for (int i = 0; i < 3; ++i) parts.push_back(torch::max_pool2d(parts.back(), 5, 1, 2));
   return conv2_(torch::cat(parts, 1));
 }
 
