@@ -16,11 +16,47 @@ namespace {
 // -max(log(p), -100): the clamped log binary cross-entropy uses.
 at::Tensor negative_log(const at::Tensor& p) { return -p.log().clamp_min(-100.0); }
 
+// Costs, dynamic k and matching over the anchors given (all of them, or one image's candidates).
+SimOtaAssignment match(const at::Tensor& class_logits, const at::Tensor& objectness_logits, const at::Tensor& boxes,
+                       const at::Tensor& gt, const at::Tensor& classes, const at::Tensor& valid, const at::Tensor& geometry,
+                       const at::Tensor& candidate, bool original) {
+  const std::int64_t batch = class_logits.size(0), anchors = class_logits.size(1), slots = gt.size(1);
+  // Costs over (box, anchor).
+  const at::Tensor iou = centre_size_iou(gt.unsqueeze(2), boxes.unsqueeze(1)) * candidate;  // [B, G, A]
+  const at::Tensor p = (class_logits.sigmoid() * objectness_logits.sigmoid().unsqueeze(-1)).sqrt();  // [B, A, nc]
+  const at::Tensor all_negative = negative_log(1 - p).sum(-1).unsqueeze(1);                        // [B, 1, A]
+  const at::Tensor p_of_class =
+      p.transpose(1, 2).gather(1, classes.unsqueeze(-1).expand({batch, slots, anchors}));  // [B, G, A]
+  const at::Tensor class_cost = all_negative - negative_log(1 - p_of_class) + negative_log(p_of_class);
+  const at::Tensor penalty = (~geometry).to(at::kFloat) * (original ? 100000.0 : 1e6);
+  at::Tensor cost = class_cost + 3.0 * -(iou + 1e-8).log() + penalty;
+  cost = cost.masked_fill(~(candidate & valid), std::numeric_limits<float>::infinity());
+
+  // Dynamic k: the summed ten best IoUs of each box, at least 1.
+  constexpr std::int64_t kCandidates = 10;
+  const std::int64_t k = std::min(kCandidates, anchors);
+  const at::Tensor dynamic_k = std::get<0>(iou.topk(k, -1)).sum(-1).to(at::kInt).clamp_min(1);  // [B, G]
+  const at::Tensor cheapest = std::get<1>(cost.topk(k, -1, /*largest=*/false));                  // [B, G, k]
+  const at::Tensor rank_taken = at::arange(k, dynamic_k.options()).view({1, 1, k}) < dynamic_k.unsqueeze(-1);
+  at::Tensor matched = at::zeros_like(cost, cost.options().dtype(at::kBool)).scatter_(-1, cheapest, rank_taken);
+  matched = matched & (candidate & valid);
+  // An anchor claimed by several boxes keeps the cheapest of all boxes.
+  const at::Tensor claimed_twice = matched.sum(1, /*keepdim=*/true) > 1;
+  const at::Tensor cheapest_box =
+      at::zeros_like(matched).scatter_(1, cost.argmin(1, /*keepdim=*/true), true);
+  matched = at::where(claimed_twice, cheapest_box, matched);
+
+  const at::Tensor foreground = matched.any(1);
+  const at::Tensor gt_index = matched.to(at::kByte).argmax(1);
+  const at::Tensor matched_iou = (iou * matched).sum(1);
+  return {foreground, gt_index, matched_iou};
+}
+
 }  // namespace
 
 SimOtaAssignment simota_assign(const at::Tensor& class_logits_in, const at::Tensor& objectness_logits_in,
                                const at::Tensor& boxes_in, const at::Tensor& cells, const at::Tensor& strides,
-                               const TargetBatch& targets, SimOtaVariant variant) {
+                               const TargetBatch& targets, SimOtaVariant variant, bool dense) {
   at::NoGradGuard no_grad;
   // fp32 whatever the autocast dtype of the forward pass.
   const at::Tensor class_logits = class_logits_in.detach().to(at::kFloat);
@@ -53,35 +89,27 @@ SimOtaAssignment simota_assign(const at::Tensor& class_logits_in, const at::Tens
     candidate_of_box = (in_box | in_centre) & valid;
   }
   const at::Tensor candidate = candidate_of_box.any(1, /*keepdim=*/true);  // [B, 1, A]: anchors any box may take
-
-  // Costs over (box, anchor).
-  const at::Tensor iou = centre_size_iou(gt.unsqueeze(2), boxes.unsqueeze(1)) * candidate;  // [B, G, A]
-  const at::Tensor p = (class_logits.sigmoid() * objectness_logits.sigmoid().unsqueeze(-1)).sqrt();  // [B, A, nc]
-  const at::Tensor all_negative = negative_log(1 - p).sum(-1).unsqueeze(1);                        // [B, 1, A]
-  const at::Tensor p_of_class =
-      p.transpose(1, 2).gather(1, targets.classes.unsqueeze(-1).expand({batch, slots, anchors}));  // [B, G, A]
-  const at::Tensor class_cost = all_negative - negative_log(1 - p_of_class) + negative_log(p_of_class);
-  const at::Tensor penalty = (~geometry).to(at::kFloat) * (original ? 100000.0 : 1e6);
-  at::Tensor cost = class_cost + 3.0 * -(iou + 1e-8).log() + penalty;
-  cost = cost.masked_fill(~(candidate & valid), std::numeric_limits<float>::infinity());
-
-  // Dynamic k: the summed ten best IoUs of each box, at least 1.
-  constexpr std::int64_t kCandidates = 10;
-  const std::int64_t k = std::min(kCandidates, anchors);
-  const at::Tensor dynamic_k = std::get<0>(iou.topk(k, -1)).sum(-1).to(at::kInt).clamp_min(1);  // [B, G]
-  const at::Tensor cheapest = std::get<1>(cost.topk(k, -1, /*largest=*/false));                  // [B, G, k]
-  const at::Tensor rank_taken = at::arange(k, dynamic_k.options()).view({1, 1, k}) < dynamic_k.unsqueeze(-1);
-  at::Tensor matched = at::zeros_like(cost, cost.options().dtype(at::kBool)).scatter_(-1, cheapest, rank_taken);
-  matched = matched & (candidate & valid);
-  // An anchor claimed by several boxes keeps the cheapest of all boxes.
-  const at::Tensor claimed_twice = matched.sum(1, /*keepdim=*/true) > 1;
-  const at::Tensor cheapest_box =
-      at::zeros_like(matched).scatter_(1, cost.argmin(1, /*keepdim=*/true), true);
-  matched = at::where(claimed_twice, cheapest_box, matched);
-
-  const at::Tensor foreground = matched.any(1);
-  const at::Tensor gt_index = matched.to(at::kByte).argmax(1);
-  const at::Tensor matched_iou = (iou * matched).sum(1);
+  const bool per_image = boxes.device().is_cpu() && !dense;
+  if (!per_image) {
+    return match(class_logits, objectness_logits, boxes, gt, targets.classes, valid, geometry, candidate, original);
+  }
+  // On the CPU, each image's costs over the anchors some box of it may take, not over all A: an
+  // anchor no box may take has IoU 0 and infinite cost, so it neither adds to dynamic_k nor is
+  // ever matched.
+  at::Tensor foreground = at::zeros({batch, anchors}, boxes.options().dtype(at::kBool));
+  at::Tensor gt_index = at::zeros({batch, anchors}, boxes.options().dtype(at::kLong));
+  at::Tensor matched_iou = at::zeros({batch, anchors}, boxes.options());
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const at::Tensor taken = candidate[b][0].nonzero().squeeze(1);
+    if (taken.numel() == 0) continue;
+    const auto pick = [&](const at::Tensor& t, std::int64_t dim) { return t[b].index_select(dim, taken).unsqueeze(0); };
+    const SimOtaAssignment one =
+        match(pick(class_logits, 0), pick(objectness_logits, 0), pick(boxes, 0), gt.narrow(0, b, 1),
+              targets.classes.narrow(0, b, 1), valid.narrow(0, b, 1), pick(geometry, 1), pick(candidate, 1), original);
+    foreground[b].index_copy_(0, taken, one.foreground[0]);
+    gt_index[b].index_copy_(0, taken, one.gt_index[0]);
+    matched_iou[b].index_copy_(0, taken, one.iou[0]);
+  }
   return {foreground, gt_index, matched_iou};
 }
 

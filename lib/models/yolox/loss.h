@@ -29,9 +29,12 @@ struct SimOtaAssignment {
 // pixels, `cells` [A, 2] integer cell coordinates and `strides` [A]. Cost = BCE(√(σcls·σobj),
 // one-hot) + 3·(−log(IoU + 1e-8)) + penalty outside the prior; each box takes its dynamic_k =
 // max(1, ⌊Σ top-10 IoU⌋) cheapest candidates; an anchor claimed twice keeps the cheapest box.
+// On the CPU the costs are taken per image over the anchors some box of it may take (the same
+// result: the others have IoU 0 and infinite cost); `dense`: over every anchor, as on a GPU.
 SimOtaAssignment simota_assign(const at::Tensor& class_logits, const at::Tensor& objectness_logits,
                                const at::Tensor& boxes, const at::Tensor& cells, const at::Tensor& strides,
-                               const TargetBatch& targets, SimOtaVariant variant = SimOtaVariant::Current);
+                               const TargetBatch& targets, SimOtaVariant variant = SimOtaVariant::Current,
+                               bool dense = false);
 
 struct LossOptions {
   bool use_l1 = false;  // switched on with the no-augmentation epochs

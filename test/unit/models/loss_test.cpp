@@ -186,6 +186,40 @@ TEST_CASE("TAL's CPU form declines anchors that are not anchor_points' grid", "[
                   .has_value());
 }
 
+TEST_CASE("SimOTA per image on the CPU assigns what the dense form assigns", "[simota]") {
+  // 320×256 input, 4 images with 0, 2, 20 and 50 boxes from 3 to 250 px, predictions near each
+  // anchor, random scores; both variants (the original's in-box candidates reach further).
+  at::manual_seed(11);
+  std::vector<at::Tensor> maps;
+  for (int stride : {8, 16, 32}) maps.push_back(at::zeros({1, 1, 256 / stride, 320 / stride}));
+  const AnchorPoints points = anchor_points(maps, {8, 16, 32});
+  const std::int64_t anchors = points.centres.size(0), classes = 4;
+  std::vector<at::Tensor> rows;
+  const std::vector<int> counts{0, 2, 20, 50};
+  for (std::size_t image = 0; image < counts.size(); ++image) {
+    const std::int64_t n = counts[image];
+    if (n == 0) continue;
+    const at::Tensor size = at::exp(at::rand({n, 2}) * std::log(80.0)) * 3 / at::tensor({320.f, 256.f});
+    const at::Tensor centre = size / 2 + at::rand({n, 2}) * (1 - size);
+    rows.push_back(at::cat({at::full({n, 1}, static_cast<float>(image)), at::randint(classes, {n, 1}).to(at::kFloat),
+                            centre, size}, 1));
+  }
+  const TargetBatch targets = pad_targets(at::cat(rows), 4, 320, 256);
+  const at::Tensor strides = points.strides.view({1, -1, 1});
+  const at::Tensor predicted = at::cat({points.centres.unsqueeze(0) + at::randn({4, anchors, 2}) * strides,
+                                        (at::rand({4, anchors, 2}) * 6 + 0.5) * strides}, 2);
+  const at::Tensor logits = at::randn({4, anchors, classes}) * 2, objectness = at::randn({4, anchors});
+  const auto variant = GENERATE(yolox::SimOtaVariant::Current, yolox::SimOtaVariant::Original);
+  CAPTURE(static_cast<int>(variant));
+  const auto dense =
+      yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets, variant, /*dense=*/true);
+  const auto per_image = yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets, variant);
+  REQUIRE(dense.foreground.sum().item<std::int64_t>() > 50);
+  CHECK(at::equal(per_image.foreground, dense.foreground));
+  CHECK(at::equal(per_image.gt_index, dense.gt_index));
+  CHECK(at::allclose(per_image.iou, dense.iou, 1e-6, 1e-7));
+}
+
 TEST_CASE("SimOTA takes dynamic_k = floor(sum of the best IoUs) cheapest anchors", "[simota]") {
   const AnchorPoints points = anchors_for(64);
   const std::int64_t anchors = points.centres.size(0);
