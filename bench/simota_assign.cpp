@@ -4,8 +4,8 @@
 //   bench/simota_assign [imgsz=640] [batch=16] [boxes_per_image=30] [classes=80] [repeat=5] [original=0]
 #include "median.h"
 #include "models/anchors.h"
-#include "models/targets.h"
 #include "models/yolox/loss.h"
+#include "random_targets.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <vector>
 
@@ -29,14 +28,7 @@ int main(int argc, char** argv) {
   for (int stride : {8, 16, 32}) maps.push_back(at::zeros({1, 1, imgsz / stride, imgsz / stride}));
   const models::AnchorPoints points = models::anchor_points(maps, {8, 16, 32});
   const std::int64_t anchors = points.centres.size(0);
-  // Boxes: centre uniform, sides log-uniform from 4 to imgsz/2 pixels (normalised xywh rows).
-  const std::int64_t rows = static_cast<std::int64_t>(batch) * per_image;
-  const at::Tensor image = at::arange(batch, at::kFloat).repeat_interleave(per_image);
-  const at::Tensor cls = at::randint(classes, {rows}).to(at::kFloat);
-  const at::Tensor centre = at::rand({rows, 2}) * 0.8 + 0.1;
-  const at::Tensor sides = at::exp(at::rand({rows, 2}) * std::log(imgsz / 8.0)) * 4.0 / imgsz;
-  const models::TargetBatch targets = models::pad_targets(
-      at::cat({image.unsqueeze(1), cls.unsqueeze(1), centre, sides}, 1), batch, imgsz, imgsz);
+  const models::TargetBatch targets = bench::random_targets(batch, per_image, classes, imgsz);
   // Predictions: (cx, cy, w, h) near each anchor, a few strides across.
   const at::Tensor stride = points.strides.view({1, -1, 1});
   const at::Tensor predicted = at::cat({points.centres.unsqueeze(0) + at::randn({batch, anchors, 2}) * stride,

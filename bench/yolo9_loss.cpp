@@ -8,8 +8,9 @@
 // CPU's (candidate cells only: what the loss runs here).
 #include "median.h"
 #include "models/anchors.h"
-#include "models/targets.h"
+#include "models/decode.h"
 #include "models/yolo9/loss.h"
+#include "random_targets.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -18,7 +19,6 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <vector>
 
@@ -36,14 +36,7 @@ int main(int argc, char** argv) {
                        .contiguous(at::MemoryFormat::ChannelsLast)  // as the head's maps on the CPU
                        .requires_grad_(true));
   }
-  // Boxes: centre uniform, sides log-uniform from 4 to imgsz/2 pixels (normalised xywh rows).
-  const std::int64_t rows = static_cast<std::int64_t>(batch) * per_image;
-  const at::Tensor image = at::arange(batch, at::kFloat).repeat_interleave(per_image);
-  const at::Tensor cls = at::randint(classes, {rows}).to(at::kFloat);
-  const at::Tensor centre = at::rand({rows, 2}) * 0.8 + 0.1;
-  const at::Tensor sides = at::exp(at::rand({rows, 2}) * std::log(imgsz / 8.0)) * 4.0 / imgsz;
-  const at::Tensor targets = at::cat({image.unsqueeze(1), cls.unsqueeze(1), centre, sides}, 1);
-  const models::TargetBatch padded = models::pad_targets(targets, batch, imgsz, imgsz);
+  const models::TargetBatch padded = bench::random_targets(batch, per_image, classes, imgsz);
   models::yolo9::LossOptions options;
 
   std::vector<double> loss_ms;
@@ -57,18 +50,12 @@ int main(int argc, char** argv) {
     for (auto& m : maps) m.mutable_grad().reset();
     if (r > 0) loss_ms.push_back(ms);  // the first is warm-up
   }
-  // The assigner alone, on boxes decoded from the maps as the loss decodes them.
-  std::vector<at::Tensor> logits, distributions;
-  for (const at::Tensor& map : maps) {
-    const at::Tensor flat = map.detach().flatten(2).transpose(1, 2);
-    distributions.push_back(flat.narrow(2, 0, 4 * reg_max).reshape({batch, -1, 4, reg_max}));
-    logits.push_back(flat.narrow(2, 4 * reg_max, classes));
-  }
+  // The assigner alone, on the boxes and class scores the maps decode to.
+  std::vector<at::Tensor> detached;
+  for (const at::Tensor& map : maps) detached.push_back(map.detach());
+  const models::Decoded decoded_maps = models::decode_yolo9(detached, reg_max, {8, 16, 32});
   const models::AnchorPoints points = models::anchor_points(maps, {8, 16, 32});
-  const at::Tensor sides_px = (at::cat(distributions, 1).softmax(3) * at::arange(reg_max, at::kFloat)).sum(3) *
-                              points.strides.view({1, -1, 1});
-  const at::Tensor decoded = at::cat({points.centres - sides_px.narrow(2, 0, 2), points.centres + sides_px.narrow(2, 2, 2)}, 2);
-  const at::Tensor class_logits = at::cat(logits, 1).contiguous();
+  const at::Tensor decoded = decoded_maps.boxes.contiguous(), class_logits = at::logit(decoded_maps.class_scores).contiguous();
   const auto time_assigner = [&](bool dense) {
     std::vector<double> ms;
     for (int r = 0; r < repeat + 1; ++r) {

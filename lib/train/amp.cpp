@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <initializer_list>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -39,27 +39,28 @@ AutocastGuard::~AutocastGuard() {
 
 namespace {
 
-// Whether the first "flags" line of /proc/cpuinfo names any of `wanted` (LibTorch 2.11 exposes
-// no bf16 query for the CPU; the kernel's flags say it).
-bool cpu_flag(std::initializer_list<std::string_view> wanted) {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line);
-    std::string flag;
-    while (words >> flag) {
-      if (std::find(wanted.begin(), wanted.end(), flag) != wanted.end()) return true;
+// The first "flags" line of /proc/cpuinfo, read once (LibTorch 2.11 exposes no bf16 query for
+// the CPU; the kernel's flags say it).
+const std::set<std::string>& cpu_flags() {
+  static const std::set<std::string> flags = [] {
+    std::set<std::string> found;
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line)) {
+      if (line.rfind("flags", 0) != 0) continue;
+      std::istringstream words(line);
+      for (std::string flag; words >> flag;) found.insert(flag);
+      break;
     }
-    return false;
-  }
-  return false;
+    return found;
+  }();
+  return flags;
 }
 
 }  // namespace
 
-bool cpu_has_bf16() { return cpu_flag({"avx512_bf16", "amx_bf16"}); }
-bool cpu_has_amx() { return cpu_flag({"amx_bf16"}); }
+bool cpu_has_bf16() { return cpu_flags().contains("avx512_bf16") || cpu_has_amx(); }
+bool cpu_has_amx() { return cpu_flags().contains("amx_bf16"); }
 
 double measure_cpu_bf16_speedup() {
   at::NoGradGuard no_grad;  // the backward runs as convolution_backward itself: no autograd graph
@@ -83,7 +84,8 @@ double measure_cpu_bf16_speedup() {
     }
   }
   for (Case& c : cases) std::sort(c.seconds.begin(), c.seconds.end());
-  const double float32 = cases[0].seconds[2], bfloat16 = cases[1].seconds[2];
+  const auto median = [](const Case& c) { return c.seconds[c.seconds.size() / 2]; };
+  const double float32 = median(cases[0]), bfloat16 = median(cases[1]);
   return bfloat16 > 0 ? float32 / bfloat16 : 0.0;
 }
 

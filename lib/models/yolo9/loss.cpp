@@ -12,9 +12,7 @@ namespace libreyolo::models::yolo9 {
 
 TalAssignment tal_assign(const at::Tensor& class_logits, const at::Tensor& boxes, const at::Tensor& centres,
                          const at::Tensor& strides, const TargetBatch& targets, const TalOptions& options) {
-  if (targets.slots() > 0 && boxes.device().is_cpu()) {
-    if (auto sparse = tal_assign_sparse(class_logits, boxes, centres, strides, targets, options)) return *sparse;
-  }
+  if (auto sparse = tal_assign_sparse(class_logits, boxes, centres, strides, targets, options)) return *sparse;
   return tal_assign_dense(class_logits, boxes, centres, strides, targets, options);
 }
 

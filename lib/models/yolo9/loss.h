@@ -45,7 +45,8 @@ TalAssignment tal_assign_dense(const at::Tensor& class_logits, const at::Tensor&
                                const at::Tensor& strides, const TargetBatch& targets, const TalOptions& options);
 
 // The same assignment from host loops over each box's candidate cells, parallel over images;
-// nothing when the tensors are not on the CPU or the anchors are not anchor_points' grid.
+// nothing when the tensors are not on the CPU, there are no box slots, or the anchors are not
+// anchor_points' grid.
 std::optional<TalAssignment> tal_assign_sparse(const at::Tensor& class_logits, const at::Tensor& boxes,
                                                const at::Tensor& centres, const at::Tensor& strides,
                                                const TargetBatch& targets, const TalOptions& options);

@@ -87,8 +87,9 @@ std::optional<TalAssignment> tal_assign_sparse(const at::Tensor& class_logits_in
   const at::Tensor centres = centres_in.to(at::kFloat).contiguous(), strides = strides_in.to(at::kFloat).contiguous();
   const std::int64_t batch = class_logits.size(0), anchors = class_logits.size(1), classes = class_logits.size(2);
   const std::int64_t slots = targets.slots();
+  if (!class_logits.device().is_cpu() || !boxes.device().is_cpu() || slots == 0) return std::nullopt;
   const auto levels = grid_levels(centres.data_ptr<float>(), strides.data_ptr<float>(), anchors);
-  if (!levels || !class_logits.device().is_cpu()) return std::nullopt;
+  if (!levels) return std::nullopt;
 
   const at::Tensor gt_boxes = targets.boxes_xyxy.to(at::kFloat).contiguous();
   const at::Tensor gt_classes = targets.classes.to(at::kLong).contiguous();

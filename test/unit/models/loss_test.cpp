@@ -19,10 +19,28 @@ using namespace libreyolo::models;
 
 namespace {
 
-AnchorPoints anchors_for(int size) {
+AnchorPoints anchors_for(int width, int height) {
   std::vector<at::Tensor> maps;
-  for (int stride : {8, 16, 32}) maps.push_back(at::zeros({1, 1, size / stride, size / stride}));
+  for (int stride : {8, 16, 32}) maps.push_back(at::zeros({1, 1, height / stride, width / stride}));
   return anchor_points(maps, {8, 16, 32});
+}
+
+AnchorPoints anchors_for(int size) { return anchors_for(size, size); }
+
+// counts[i] random boxes in image i of a width×height input: sides log-uniform from `smallest` to
+// `smallest`·`spread` pixels, anywhere inside, classes below `classes`.
+TargetBatch random_boxes(const std::vector<int>& counts, int classes, double smallest, double spread, int width, int height) {
+  std::vector<at::Tensor> rows;
+  for (std::size_t image = 0; image < counts.size(); ++image) {
+    const std::int64_t n = counts[image];
+    if (n == 0) continue;
+    const at::Tensor size = at::exp(at::rand({n, 2}) * std::log(spread)) * smallest /
+                            at::tensor({static_cast<float>(width), static_cast<float>(height)});
+    const at::Tensor centre = size / 2 + at::rand({n, 2}) * (1 - size);
+    rows.push_back(at::cat({at::full({n, 1}, static_cast<float>(image)), at::randint(classes, {n, 1}).to(at::kFloat),
+                            centre, size}, 1));
+  }
+  return pad_targets(at::cat(rows), static_cast<std::int64_t>(counts.size()), width, height);
 }
 
 // One image's boxes as loader rows (class, x1, y1, x2, y2 in pixels of a size×size input).
@@ -143,21 +161,9 @@ TEST_CASE("TAL's CPU form assigns what the dense form assigns", "[tal]") {
   // anchor centre: the whole-row fallback), predictions near the anchors (overlapping boxes
   // claim the same anchors), random class scores; and a topk larger than some boxes' candidates.
   at::manual_seed(7);
-  std::vector<at::Tensor> maps;
-  for (int stride : {8, 16, 32}) maps.push_back(at::zeros({1, 1, 256 / stride, 320 / stride}));
-  const AnchorPoints points = anchor_points(maps, {8, 16, 32});
+  const AnchorPoints points = anchors_for(320, 256);
   const std::int64_t anchors = points.centres.size(0), classes = 5;
-  std::vector<at::Tensor> rows;
-  const std::vector<int> counts{0, 3, 25, 60};
-  for (std::size_t image = 0; image < counts.size(); ++image) {
-    const std::int64_t n = counts[image];
-    if (n == 0) continue;
-    const at::Tensor size = at::exp(at::rand({n, 2}) * std::log(150.0)) * 2 / at::tensor({320.f, 256.f});
-    const at::Tensor centre = size / 2 + at::rand({n, 2}) * (1 - size);
-    rows.push_back(at::cat({at::full({n, 1}, static_cast<float>(image)), at::randint(classes, {n, 1}).to(at::kFloat),
-                            centre, size}, 1));
-  }
-  const TargetBatch targets = pad_targets(at::cat(rows), 4, 320, 256);
+  const TargetBatch targets = random_boxes({0, 3, 25, 60}, classes, 2, 150, 320, 256);
   const at::Tensor sides = (at::rand({4, anchors, 4}) * 5 + 0.5) * points.strides.view({1, -1, 1});
   const at::Tensor centres = points.centres.unsqueeze(0);
   const at::Tensor predicted = at::cat({centres - sides.narrow(2, 0, 2), centres + sides.narrow(2, 2, 2)}, 2);
@@ -190,21 +196,9 @@ TEST_CASE("SimOTA per image on the CPU assigns what the dense form assigns", "[s
   // 320×256 input, 4 images with 0, 2, 20 and 50 boxes from 3 to 250 px, predictions near each
   // anchor, random scores; both variants (the original's in-box candidates reach further).
   at::manual_seed(11);
-  std::vector<at::Tensor> maps;
-  for (int stride : {8, 16, 32}) maps.push_back(at::zeros({1, 1, 256 / stride, 320 / stride}));
-  const AnchorPoints points = anchor_points(maps, {8, 16, 32});
+  const AnchorPoints points = anchors_for(320, 256);
   const std::int64_t anchors = points.centres.size(0), classes = 4;
-  std::vector<at::Tensor> rows;
-  const std::vector<int> counts{0, 2, 20, 50};
-  for (std::size_t image = 0; image < counts.size(); ++image) {
-    const std::int64_t n = counts[image];
-    if (n == 0) continue;
-    const at::Tensor size = at::exp(at::rand({n, 2}) * std::log(80.0)) * 3 / at::tensor({320.f, 256.f});
-    const at::Tensor centre = size / 2 + at::rand({n, 2}) * (1 - size);
-    rows.push_back(at::cat({at::full({n, 1}, static_cast<float>(image)), at::randint(classes, {n, 1}).to(at::kFloat),
-                            centre, size}, 1));
-  }
-  const TargetBatch targets = pad_targets(at::cat(rows), 4, 320, 256);
+  const TargetBatch targets = random_boxes({0, 2, 20, 50}, classes, 3, 80, 320, 256);
   const at::Tensor strides = points.strides.view({1, -1, 1});
   const at::Tensor predicted = at::cat({points.centres.unsqueeze(0) + at::randn({4, anchors, 2}) * strides,
                                         (at::rand({4, anchors, 2}) * 6 + 0.5) * strides}, 2);
