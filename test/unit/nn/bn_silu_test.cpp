@@ -98,7 +98,7 @@ TEST_CASE("fused BatchNorm+SiLU in bfloat16 is the float computation rounded onc
 }
 
 TEST_CASE("a gradient that is a channel slice of a wider channels-last tensor is read in place", "[bn_silu]") {
-  const torch::Tensor wide = torch::randn({2, 40, 5, 6}).contiguous(at::MemoryFormat::ChannelsLast);
+  const torch::Tensor wide = torch::randn({4, 40, 9, 10}).contiguous(at::MemoryFormat::ChannelsLast);
   CHECK(nn::channels_last_row_stride(wide) == 40);
   CHECK(nn::channels_last_row_stride(wide.narrow(1, 8, 24)) == 40);  // what cat's backward hands each input
   CHECK(nn::channels_last_row_stride(wide.contiguous()) == 0);       // NCHW
@@ -107,7 +107,7 @@ TEST_CASE("a gradient that is a channel slice of a wider channels-last tensor is
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
     INFO(c10::toString(dtype));
     torch::manual_seed(19);
-    const torch::Tensor x = torch::randn({2, 24, 5, 6}).to(dtype);
+    const torch::Tensor x = torch::randn({4, 24, 9, 10}).to(dtype);  // 360 rows: several of the kernels' row tiles
     auto bn = make_bn(24);
     torch::Tensor dx[2], dw[2];
     for (int strided = 0; strided < 2; ++strided) {
@@ -171,39 +171,43 @@ TEST_CASE("every compiled CPU capability's kernels agree with the plain ones", "
 #endif
   INFO("in use: " << nn::bn_silu_capability() << ", ATen: " << at::get_cpu_capability());
   CHECK(nn::bn_silu_capability() == at::get_cpu_capability());
-  const nn::kernels::BnSiluShape shape{37, 40};
-  const torch::Tensor x = torch::randn({shape.rows, shape.channels});
-  const torch::Tensor dz = torch::randn({shape.rows, shape.channels});
-  const torch::Tensor scale = torch::rand({shape.channels}) + 0.5, shift = torch::randn({shape.channels});
-  const torch::Tensor gamma = torch::rand({shape.channels}) + 0.5;
-  auto outputs = [&](const nn::kernels::BnSiluKernelSet& set) {
-    torch::Tensor mean = torch::empty({shape.channels}), variance = torch::empty({shape.channels});
-    set.f32.stats(x.data_ptr<float>(), shape, mean.data_ptr<float>(), variance.data_ptr<float>());
-    const torch::Tensor invstd = (variance + 1e-3).rsqrt();
-    torch::Tensor z = torch::empty_like(x), dx = torch::empty_like(x);
-    set.f32.apply(x.data_ptr<float>(), z.data_ptr<float>(), shape, scale.data_ptr<float>(), shift.data_ptr<float>());
-    torch::Tensor sum_dy = torch::empty({shape.channels}), sum_dy_xhat = torch::empty({shape.channels});
-    set.f32.reduce(x.data_ptr<float>(), dz.data_ptr<float>(), shape.channels, dx.data_ptr<float>(), shape, scale.data_ptr<float>(),
-                   shift.data_ptr<float>(), mean.data_ptr<float>(), invstd.data_ptr<float>(), sum_dy.data_ptr<float>(),
-                   sum_dy_xhat.data_ptr<float>());
-    const torch::Tensor dy = dx.clone();
-    set.f32.input_grad(x.data_ptr<float>(), dx.data_ptr<float>(), shape, mean.data_ptr<float>(), invstd.data_ptr<float>(),
-                       gamma.data_ptr<float>(), sum_dy.data_ptr<float>(), sum_dy_xhat.data_ptr<float>());
-    return std::vector<torch::Tensor>{mean, variance, z, sum_dy, sum_dy_xhat, dy, dx};
-  };
-  const auto expected = outputs(plain);
-  CHECK(relative(expected[0], x.mean(0)) < 1e-5);
-  CHECK(relative(expected[1], x.var(0, /*unbiased=*/false)) < 1e-5);
-  const torch::Tensor y = (x * scale + shift).requires_grad_(true);
-  const torch::Tensor silu = torch::silu(y);
-  CHECK(relative(expected[2], silu) < 1e-5);
-  silu.backward(dz);
-  CHECK(relative(expected[5], y.grad()) < 1e-5);  // dy = dz silu'(y)
-  CHECK(relative(expected[3], y.grad().sum(0)) < 1e-4);
-  for (const auto& set : sets) {
-    INFO(set.capability);
-    const auto got = outputs(set);
-    for (std::size_t i = 0; i < got.size(); ++i) CHECK(relative(got[i], expected[i]) < 1e-5);
+  // 37 rows: one of the kernels' row tiles; 301 rows of 21 channels: several, the last one partial,
+  // and channels past the last whole vector
+  for (const nn::kernels::BnSiluShape shape : {nn::kernels::BnSiluShape{37, 40}, nn::kernels::BnSiluShape{301, 21}}) {
+    INFO("rows " << shape.rows << ", channels " << shape.channels);
+    const torch::Tensor x = torch::randn({shape.rows, shape.channels});
+    const torch::Tensor dz = torch::randn({shape.rows, shape.channels});
+    const torch::Tensor scale = torch::rand({shape.channels}) + 0.5, shift = torch::randn({shape.channels});
+    const torch::Tensor gamma = torch::rand({shape.channels}) + 0.5;
+    auto outputs = [&](const nn::kernels::BnSiluKernelSet& set) {
+      torch::Tensor mean = torch::empty({shape.channels}), variance = torch::empty({shape.channels});
+      set.f32.stats(x.data_ptr<float>(), shape, mean.data_ptr<float>(), variance.data_ptr<float>());
+      const torch::Tensor invstd = (variance + 1e-3).rsqrt();
+      torch::Tensor z = torch::empty_like(x), dx = torch::empty_like(x);
+      set.f32.apply(x.data_ptr<float>(), z.data_ptr<float>(), shape, scale.data_ptr<float>(), shift.data_ptr<float>());
+      torch::Tensor sum_dy = torch::empty({shape.channels}), sum_dy_xhat = torch::empty({shape.channels});
+      set.f32.reduce(x.data_ptr<float>(), dz.data_ptr<float>(), shape.channels, dx.data_ptr<float>(), shape, scale.data_ptr<float>(),
+                     shift.data_ptr<float>(), mean.data_ptr<float>(), invstd.data_ptr<float>(), sum_dy.data_ptr<float>(),
+                     sum_dy_xhat.data_ptr<float>());
+      const torch::Tensor dy = dx.clone();
+      set.f32.input_grad(x.data_ptr<float>(), dx.data_ptr<float>(), shape, mean.data_ptr<float>(), invstd.data_ptr<float>(),
+                         gamma.data_ptr<float>(), sum_dy.data_ptr<float>(), sum_dy_xhat.data_ptr<float>());
+      return std::vector<torch::Tensor>{mean, variance, z, sum_dy, sum_dy_xhat, dy, dx};
+    };
+    const auto expected = outputs(plain);
+    CHECK(relative(expected[0], x.mean(0)) < 1e-5);
+    CHECK(relative(expected[1], x.var(0, /*unbiased=*/false)) < 1e-5);
+    const torch::Tensor y = (x * scale + shift).requires_grad_(true);
+    const torch::Tensor silu = torch::silu(y);
+    CHECK(relative(expected[2], silu) < 1e-5);
+    silu.backward(dz);
+    CHECK(relative(expected[5], y.grad()) < 1e-5);  // dy = dz silu'(y)
+    CHECK(relative(expected[3], y.grad().sum(0)) < 1e-4);
+    for (const auto& set : sets) {
+      INFO(set.capability);
+      const auto got = outputs(set);
+      for (std::size_t i = 0; i < got.size(); ++i) CHECK(relative(got[i], expected[i]) < 1e-5);
+    }
   }
 }
 
