@@ -74,6 +74,41 @@ TalAssignment tal_assign_dense(const at::Tensor& class_logits_in, const at::Tens
   return {foreground, gt_index, target_scores, target_boxes};
 }
 
+namespace {
+
+// Expected bin of each side of `distribution` [N, 4, reg_max] times `stride` [N]: the (l, t, r, b)
+// distances in pixels, and the xyxy box around `centre` [N, 2] they make.
+at::Tensor decode_boxes(const at::Tensor& distribution, const at::Tensor& centre, const at::Tensor& stride) {
+  const at::Tensor bins = at::arange(distribution.size(-1), distribution.options());
+  const at::Tensor sides = (distribution.softmax(-1) * bins).sum(-1) * stride.unsqueeze(-1);
+  return at::cat({centre - sides.narrow(-1, 0, 2), centre + sides.narrow(-1, 2, 2)}, -1);
+}
+
+struct BoxTerms {
+  at::Tensor box, dfl;  // weighted sums, not yet normalised
+};
+
+// CIoU and DFL over N anchors, each weighted by its score target (0 on background), in stride units.
+BoxTerms box_terms(const at::Tensor& distribution, const at::Tensor& centre, const at::Tensor& stride,
+                   const at::Tensor& target_boxes, const at::Tensor& weight, int reg_max) {
+  const at::Tensor per_anchor = stride.unsqueeze(-1);
+  const at::Tensor box_units = decode_boxes(distribution, centre, stride) / per_anchor;
+  const at::Tensor target_units = target_boxes / per_anchor;
+  const at::Tensor box = ((1.0 - complete_iou(box_units, target_units)) * weight).sum();
+  const at::Tensor anchor_units = centre / per_anchor;
+  const at::Tensor target_sides = at::cat({anchor_units - target_units.narrow(-1, 0, 2),
+                                           target_units.narrow(-1, 2, 2) - anchor_units}, -1)
+                                      .clamp(0, reg_max - 1.01);  // [N, 4]
+  const at::Tensor left = target_sides.floor();
+  const at::Tensor log_probability = distribution.log_softmax(-1);
+  const at::Tensor left_term = -log_probability.gather(-1, left.to(at::kLong).unsqueeze(-1)).squeeze(-1);
+  const at::Tensor right_term = -log_probability.gather(-1, (left + 1).to(at::kLong).unsqueeze(-1)).squeeze(-1);
+  const at::Tensor dfl_per_side = left_term * (left + 1 - target_sides) + right_term * (target_sides - left);
+  return {box, (dfl_per_side.mean(-1) * weight).sum()};
+}
+
+}  // namespace
+
 LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, const LossOptions& options) {
   const int reg_max = options.tal.reg_max;
   std::vector<at::Tensor> distributions, class_logits;
@@ -85,40 +120,41 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
   }
   const at::Tensor distribution = at::cat(distributions, 1).to(at::kFloat);  // [B, A, 4, reg_max]
   const at::Tensor logits = at::cat(class_logits, 1).to(at::kFloat);         // [B, A, nc]
+  const std::int64_t batch = logits.size(0);
   const std::vector<int> strides(ModelImpl::kStrides.begin(), ModelImpl::kStrides.end());
   const AnchorPoints points = anchor_points(maps, strides);
-  const at::Tensor stride = points.strides.view({1, -1, 1});
+  // On the CPU the box and DFL terms take only the foreground anchors (the others weigh 0: the
+  // same sums, without the softmax, log-softmax and CIoU work and their backward over every anchor);
+  // elsewhere, or with options.dense, every anchor: static shapes, no host reads (a CUDA graph
+  // captures it).
+  const bool foreground_only = !options.dense && distribution.device().is_cpu();
 
-  // Decoded boxes: expected bin of each side, in strides (sides l, t, r, b).
-  const at::Tensor bins = at::arange(reg_max, distribution.options());
-  const at::Tensor sides = (distribution.softmax(3) * bins).sum(3) * stride;
-  const at::Tensor centres = points.centres.unsqueeze(0);
-  const at::Tensor boxes = at::cat({centres - sides.narrow(2, 0, 2), centres + sides.narrow(2, 2, 2)}, 2);
-
+  // Predicted boxes for the assignment (constants there).
+  const at::Tensor boxes = [&] {
+    at::NoGradGuard no_grad;
+    return decode_boxes(distribution.detach(), points.centres.unsqueeze(0), points.strides.unsqueeze(0));
+  }();
   const TalAssignment assigned =
       tal_assign(logits, boxes, points.centres, points.strides, targets, options.tal);
-  const at::Tensor weight = assigned.target_scores.sum(-1);  // [B, A], 0 on background
   const at::Tensor norm = loss_normaliser(assigned.target_scores.sum(), options.global_normaliser);
 
   const at::Tensor cls = at::binary_cross_entropy_with_logits(logits, assigned.target_scores, {}, {},
                                                               at::Reduction::None).sum() / norm;
-  // Box and DFL terms over every anchor, weighted by the (zero on background) score target, in
-  // stride units.
-  const at::Tensor box_units = boxes / stride, target_units = assigned.target_boxes / stride;
-  const at::Tensor box = ((1.0 - complete_iou(box_units, target_units)) * weight).sum() / norm;
-  const at::Tensor anchor_units = (points.centres / points.strides.unsqueeze(-1)).unsqueeze(0);
-  const at::Tensor target_sides = at::cat({anchor_units - target_units.narrow(2, 0, 2),
-                                           target_units.narrow(2, 2, 2) - anchor_units}, 2)
-                                      .clamp(0, reg_max - 1.01);  // [B, A, 4]
-  const at::Tensor left = target_sides.floor();
-  const at::Tensor log_probability = distribution.log_softmax(3);
-  const at::Tensor left_term = -log_probability.gather(3, left.to(at::kLong).unsqueeze(-1)).squeeze(-1);
-  const at::Tensor right_term = -log_probability.gather(3, (left + 1).to(at::kLong).unsqueeze(-1)).squeeze(-1);
-  const at::Tensor dfl_per_side = left_term * (left + 1 - target_sides) + right_term * (target_sides - left);
-  const at::Tensor dfl = (dfl_per_side.mean(-1) * weight).sum() / norm;
+  const at::Tensor weight = assigned.target_scores.sum(-1).flatten();  // [B·A], 0 on background
+  const at::Tensor centres = points.centres.repeat({batch, 1}), anchor_strides = points.strides.repeat({batch});
+  const at::Tensor all_distributions = distribution.flatten(0, 1), all_targets = assigned.target_boxes.flatten(0, 1);
+  BoxTerms terms;
+  if (foreground_only) {
+    const at::Tensor rows = assigned.foreground.flatten().nonzero().squeeze(1);
+    const auto pick = [&](const at::Tensor& t) { return t.index_select(0, rows); };
+    terms = box_terms(pick(all_distributions), pick(centres), pick(anchor_strides), pick(all_targets), pick(weight), reg_max);
+  } else {
+    terms = box_terms(all_distributions, centres, anchor_strides, all_targets, weight, reg_max);
+  }
+  const at::Tensor box = terms.box / norm, dfl = terms.dfl / norm;
 
   const at::Tensor box_loss = box * options.box_gain, dfl_loss = dfl * options.dfl_gain, cls_loss = cls * options.cls_gain;
-  const double images = std::max<std::int64_t>(logits.size(0), 1);
+  const double images = std::max<std::int64_t>(batch, 1);
   return {box_loss + dfl_loss + cls_loss,
           {{"box_loss", box_loss.detach()},
            {"dfl_loss", dfl_loss.detach()},

@@ -1,6 +1,7 @@
 // YOLOv9 training objective as LibreYOLO computes it: task-aligned assignment (TAL) and the
-// box (CIoU), class (BCE) and distribution focal (DFL) losses. Everything is batched tensor
-// work over [B, G, A]; nothing loops over boxes on the host and nothing reads a value back.
+// box (CIoU), class (BCE) and distribution focal (DFL) losses. Off the CPU everything is batched
+// tensor work over [B, G, A] with no host reads (a CUDA graph captures it); on the CPU the
+// assignment visits each box's candidate cells and the box terms take the foreground anchors only.
 #pragma once
 
 #include "models/loss_terms.h"
@@ -57,6 +58,10 @@ struct LossOptions {
   double dfl_gain = 1.5;
   TalOptions tal;
   GlobalNormaliser global_normaliser{};  // the target-score sum over every rank's batch
+  // Box and DFL terms over every anchor even on the CPU (elsewhere they always are): static
+  // shapes and no host reads. The CPU's default takes only the foreground anchors, whose sums
+  // are the same.
+  bool dense = false;
 };
 
 // Parts: box_loss, dfl_loss, cls_loss (gains included, as LibreYOLO logs them) and num_fg

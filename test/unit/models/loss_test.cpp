@@ -338,6 +338,40 @@ TEST_CASE("YOLOv9 loss: empty target slots change neither the loss nor its gradi
   }
 }
 
+TEST_CASE("YOLOv9 loss: the CPU's foreground-only box terms equal the dense ones, values and gradients", "[loss]") {
+  // Random head maps of a 320×256 input, 4 images with 0, 3, 25 and 60 boxes from 4 to 240 px.
+  at::manual_seed(13);
+  const int classes = 5, reg_max = 16;
+  const TargetBatch targets = random_boxes({0, 3, 25, 60}, classes, 4, 60, 320, 256);
+  std::vector<at::Tensor> maps;
+  for (int stride : {8, 16, 32}) {
+    maps.push_back((at::randn({4, 4 * reg_max + classes, 256 / stride, 320 / stride}) * 2).requires_grad_());
+  }
+  const auto run = [&](bool dense) {
+    yolo9::LossOptions options;
+    options.dense = dense;
+    for (auto& map : maps) map.mutable_grad().reset();
+    LossTerms terms = yolo9::loss(maps, targets, options);
+    terms.total.backward();
+    std::vector<at::Tensor> grads;
+    for (const auto& map : maps) grads.push_back(map.grad().clone());
+    return std::pair{terms, grads};
+  };
+  const auto [dense, dense_grads] = run(true);
+  const auto [foreground_only, grads] = run(false);
+  REQUIRE(dense.part("num_fg").item<double>() > 20);
+  REQUIRE(dense.part("box_loss").item<double>() > 0);
+  CHECK(foreground_only.total.item<double>() == Approx(dense.total.item<double>()).epsilon(1e-5));
+  for (const auto& [name, value] : dense.parts) {
+    INFO(name);
+    CHECK(foreground_only.part(name).item<double>() == Approx(value.item<double>()).epsilon(1e-5));
+  }
+  for (std::size_t level = 0; level < maps.size(); ++level) {
+    INFO("level " << level);
+    CHECK(at::allclose(grads[level], dense_grads[level], 1e-4, 1e-7));
+  }
+}
+
 TEST_CASE("YOLOX loss: finite gradients with boxes, L1 on, and with an empty batch", "[loss]") {
   const auto loss_fn = [](const std::vector<at::Tensor>& maps, const TargetBatch& t) {
     yolox::LossOptions options;
