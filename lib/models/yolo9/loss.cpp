@@ -88,17 +88,18 @@ struct BoxTerms {
   at::Tensor box, dfl;  // weighted sums, not yet normalised
 };
 
-// CIoU and DFL over N anchors, each weighted by its score target (0 on background), in stride units.
-BoxTerms box_terms(const at::Tensor& distribution, const at::Tensor& centre, const at::Tensor& stride,
-                   const at::Tensor& target_boxes, const at::Tensor& weight, int reg_max) {
+// CIoU and DFL of predicted `boxes` (xyxy pixels, decoded from `distribution` [..., 4, reg_max])
+// against `target_boxes`, each weighted by its score target (0 on background), in stride units;
+// `centre` [..., 2] and `stride` [...] broadcast against them.
+BoxTerms box_terms(const at::Tensor& distribution, const at::Tensor& boxes, const at::Tensor& centre,
+                   const at::Tensor& stride, const at::Tensor& target_boxes, const at::Tensor& weight, int reg_max) {
   const at::Tensor per_anchor = stride.unsqueeze(-1);
-  const at::Tensor box_units = decode_boxes(distribution, centre, stride) / per_anchor;
-  const at::Tensor target_units = target_boxes / per_anchor;
+  const at::Tensor box_units = boxes / per_anchor, target_units = target_boxes / per_anchor;
   const at::Tensor box = ((1.0 - complete_iou(box_units, target_units)) * weight).sum();
   const at::Tensor anchor_units = centre / per_anchor;
   const at::Tensor target_sides = at::cat({anchor_units - target_units.narrow(-1, 0, 2),
                                            target_units.narrow(-1, 2, 2) - anchor_units}, -1)
-                                      .clamp(0, reg_max - 1.01);  // [N, 4]
+                                      .clamp(0, reg_max - 1.01);  // [..., 4]
   const at::Tensor left = target_sides.floor();
   const at::Tensor log_probability = distribution.log_softmax(-1);
   const at::Tensor left_term = -log_probability.gather(-1, left.to(at::kLong).unsqueeze(-1)).squeeze(-1);
@@ -128,28 +129,29 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
   // elsewhere, or with options.dense, every anchor: static shapes, no host reads (a CUDA graph
   // captures it).
   const bool foreground_only = !options.dense && distribution.device().is_cpu();
+  const at::Tensor centres = points.centres.unsqueeze(0), anchor_strides = points.strides.unsqueeze(0);
 
-  // Predicted boxes for the assignment (constants there).
-  const at::Tensor boxes = [&] {
-    at::NoGradGuard no_grad;
-    return decode_boxes(distribution.detach(), points.centres.unsqueeze(0), points.strides.unsqueeze(0));
-  }();
+  // Predicted boxes [B, A, 4]: only for the assignment (a constant there) when the loss decodes
+  // the foreground anchors' own.
+  const at::Tensor boxes = decode_boxes(foreground_only ? distribution.detach() : distribution, centres, anchor_strides);
   const TalAssignment assigned =
       tal_assign(logits, boxes, points.centres, points.strides, targets, options.tal);
   const at::Tensor norm = loss_normaliser(assigned.target_scores.sum(), options.global_normaliser);
 
   const at::Tensor cls = at::binary_cross_entropy_with_logits(logits, assigned.target_scores, {}, {},
                                                               at::Reduction::None).sum() / norm;
-  const at::Tensor weight = assigned.target_scores.sum(-1).flatten();  // [B·A], 0 on background
-  const at::Tensor centres = points.centres.repeat({batch, 1}), anchor_strides = points.strides.repeat({batch});
-  const at::Tensor all_distributions = distribution.flatten(0, 1), all_targets = assigned.target_boxes.flatten(0, 1);
+  const at::Tensor weight = assigned.target_scores.sum(-1);  // [B, A], 0 on background
   BoxTerms terms;
   if (foreground_only) {
-    const at::Tensor rows = assigned.foreground.flatten().nonzero().squeeze(1);
-    const auto pick = [&](const at::Tensor& t) { return t.index_select(0, rows); };
-    terms = box_terms(pick(all_distributions), pick(centres), pick(anchor_strides), pick(all_targets), pick(weight), reg_max);
+    const at::Tensor rows = assigned.foreground.flatten().nonzero().squeeze(1);  // image · A + anchor
+    const at::Tensor anchor = rows.remainder(points.strides.size(0));
+    const auto pick = [&](const at::Tensor& t) { return t.flatten(0, 1).index_select(0, rows); };
+    const at::Tensor picked = pick(distribution), centre = points.centres.index_select(0, anchor);
+    const at::Tensor stride = points.strides.index_select(0, anchor);
+    terms = box_terms(picked, decode_boxes(picked, centre, stride), centre, stride, pick(assigned.target_boxes),
+                      pick(weight), reg_max);
   } else {
-    terms = box_terms(all_distributions, centres, anchor_strides, all_targets, weight, reg_max);
+    terms = box_terms(distribution, boxes, centres, anchor_strides, assigned.target_boxes, weight, reg_max);
   }
   const at::Tensor box = terms.box / norm, dfl = terms.dfl / norm;
 
