@@ -139,17 +139,24 @@ std::vector<float> reduce_columns(BnSiluShape shape, const Element& element, con
 }
 
 // Runs body(in, out, c, vectors) over every row: pairs of vectors, one vector, then single channels.
+// One row's channels: body pair(c) on pairs of vectors, one(c) on a vector, then scalar(c) on single channels.
+template <typename Pair, typename One, typename Scalar>
+void over_channels(std::int64_t C, const Pair& pair, const One& one, const Scalar& scalar) {
+  std::int64_t c = 0;
+  for (; c + 2 * kLanes <= C; c += 2 * kLanes) pair(c);
+  for (; c + kLanes <= C; c += kLanes) one(c);
+  for (; c < C; ++c) scalar(c);
+}
+
+// Runs body(i, c) over every row, i = r * channels + c, split as over_channels does.
 template <typename T, typename Pair, typename One, typename Scalar>
 void map_rows(BnSiluShape shape, const Pair& pair, const One& one, const Scalar& scalar) {
   const std::int64_t C = shape.channels;
-  const std::int64_t pair_end = C - C % (2 * kLanes);
-  const std::int64_t vec_end = C - C % kLanes;
   at::parallel_for(0, shape.rows, grain(shape), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
-      std::int64_t c = 0;
-      for (; c < pair_end; c += 2 * kLanes) pair(r * C + c, c);
-      for (; c < vec_end; c += kLanes) one(r * C + c, c);
-      for (; c < C; ++c) scalar(r * C + c, c);
+      over_channels(
+          C, [&](std::int64_t c) { pair(r * C + c, c); }, [&](std::int64_t c) { one(r * C + c, c); },
+          [&](std::int64_t c) { scalar(r * C + c, c); });
     }
   });
 }
@@ -232,29 +239,30 @@ void reduce(const T* x, const T* dz, std::int64_t dz_row_stride, T* dy_out, BnSi
       const T *xr = x + r * C, *dzr = dz + r * dz_row_stride;
       T* out = dy_out + r * C;
       float* unrounded = tile_dy(tile, r);
-      std::int64_t c = 0;
-      for (; c + 2 * kLanes <= C; c += 2 * kLanes) {
-        Vec xa, xb, da, db;
-        load2(xr + c, xa, xb);
-        load2(dzr + c, da, db);
-        const Vec dya = silu_grad(da, at::vec::fmadd(xa, load(scale + c), load(shift + c)));
-        const Vec dyb = silu_grad(db, at::vec::fmadd(xb, load(scale + c + kLanes), load(shift + c + kLanes)));
-        store2(out + c, dya, dyb);
-        if constexpr (!kFloat) {
-          dya.store(unrounded + c);
-          dyb.store(unrounded + c + kLanes);
-        }
-      }
-      for (; c + kLanes <= C; c += kLanes) {
-        const Vec dy = silu_grad(load(dzr + c), at::vec::fmadd(load(xr + c), load(scale + c), load(shift + c)));
-        store1(out + c, dy);
-        if constexpr (!kFloat) dy.store(unrounded + c);
-      }
-      for (; c < C; ++c) {
-        const float dy = silu_grad(static_cast<float>(dzr[c]), static_cast<float>(xr[c]) * scale[c] + shift[c]);
-        out[c] = static_cast<T>(dy);
-        unrounded[c] = dy;  // for float the same place, the same value
-      }
+      over_channels(
+          C,
+          [&](std::int64_t c) {
+            Vec xa, xb, da, db;
+            load2(xr + c, xa, xb);
+            load2(dzr + c, da, db);
+            const Vec dya = silu_grad(da, at::vec::fmadd(xa, load(scale + c), load(shift + c)));
+            const Vec dyb = silu_grad(db, at::vec::fmadd(xb, load(scale + c + kLanes), load(shift + c + kLanes)));
+            store2(out + c, dya, dyb);
+            if constexpr (!kFloat) {
+              dya.store(unrounded + c);
+              dyb.store(unrounded + c + kLanes);
+            }
+          },
+          [&](std::int64_t c) {
+            const Vec dy = silu_grad(load(dzr + c), at::vec::fmadd(load(xr + c), load(scale + c), load(shift + c)));
+            store1(out + c, dy);
+            if constexpr (!kFloat) dy.store(unrounded + c);
+          },
+          [&](std::int64_t c) {
+            const float dy = silu_grad(static_cast<float>(dzr[c]), static_cast<float>(xr[c]) * scale[c] + shift[c]);
+            out[c] = static_cast<T>(dy);
+            unrounded[c] = dy;  // for float the same place, the same value
+          });
     }
   };
   const auto sums = reduce_columns<2>(
