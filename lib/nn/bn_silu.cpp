@@ -40,6 +40,19 @@ std::atomic<bool>& enabled_flag() {
 
 kernels::BnSiluShape shape_of(const torch::Tensor& x) { return {x.numel() / x.size(1), x.size(1)}; }
 
+// NCHW-contiguous (and not also channels-last, as a tensor with one pixel or one channel is).
+bool is_planar(const torch::Tensor& x) {
+  return !x.is_contiguous(at::MemoryFormat::ChannelsLast) && x.is_contiguous(at::MemoryFormat::Contiguous);
+}
+kernels::BnSiluPlanes planes_of(const torch::Tensor& x) { return {x.size(0), x.size(1), x.size(2) * x.size(3)}; }
+
+// Whether each (n, c) plane of a 4-D tensor is contiguous, wherever the planes start: what the
+// planar backward reads in place (a contiguous gradient, or a channel slice of a wider one, as
+// cat's and split's backward hand on).
+bool has_planes(const torch::Tensor& t) {
+  return t.dim() == 4 && t.stride(3) == 1 && (t.size(2) == 1 || t.stride(2) == t.size(3));
+}
+
 template <typename Call>
 void dispatch(const torch::Tensor& x, const Call& call) {
   if (x.scalar_type() == torch::kBFloat16) {
@@ -54,35 +67,45 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
                                const torch::Tensor& bias, torch::Tensor running_mean, torch::Tensor running_var,
                                double factor, double eps) {
+    const bool planar = is_planar(x);
     const kernels::BnSiluShape shape = shape_of(x);
     const auto floats = x.options().dtype(torch::kFloat);
     torch::Tensor mean = torch::empty({shape.channels}, floats);
     torch::Tensor variance = torch::empty({shape.channels}, floats);
-    torch::Tensor z = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
+    torch::Tensor z = torch::empty_like(x, planar ? at::MemoryFormat::Contiguous : at::MemoryFormat::ChannelsLast);
     torch::Tensor invstd = torch::empty({shape.channels}, floats), scale = torch::empty({shape.channels}, floats);
     torch::Tensor shift = torch::empty({shape.channels}, floats);
+    // fused_bn_silu_applies() checked that all of the per-channel tensors are contiguous floats
+    const float *w = weight.const_data_ptr<float>(), *b = bias.const_data_ptr<float>();
+    const float* m = mean.const_data_ptr<float>();
+    float* v = variance.mutable_data_ptr<float>();
+    float *is = invstd.mutable_data_ptr<float>(), *sc = scale.mutable_data_ptr<float>(), *sh = shift.mutable_data_ptr<float>();
+    const float epsilon = static_cast<float>(eps);
     dispatch(x, [&](const auto& kernels, auto* type) {
       using T = std::remove_pointer_t<decltype(type)>;
-      kernels.stats(x.const_data_ptr<T>(), shape, mean.mutable_data_ptr<float>(), variance.mutable_data_ptr<float>());
-      // The per-channel values and the running statistics in one loop over the channels (as
-      // tensor ops they were ten small ATen calls per BatchNorm, 2,900 per YOLOv9-t step).
-      // fused_bn_silu_applies() checked that all of these are contiguous floats.
-      const float *m = mean.const_data_ptr<float>(), *v = variance.const_data_ptr<float>();
-      const float *w = weight.const_data_ptr<float>(), *b = bias.const_data_ptr<float>();
-      float *is = invstd.mutable_data_ptr<float>(), *sc = scale.mutable_data_ptr<float>(), *sh = shift.mutable_data_ptr<float>();
-      float *rm = running_mean.mutable_data_ptr<float>(), *rv = running_var.mutable_data_ptr<float>();
-      const double unbiased = static_cast<double>(shape.rows) / static_cast<double>(shape.rows - 1);
-      const float keep = static_cast<float>(1.0 - factor), weigh = static_cast<float>(factor);
-      const float weigh_var = static_cast<float>(factor * unbiased), epsilon = static_cast<float>(eps);
+      if (planar) {  // the per-channel values come with the statistics, each channel in one go
+        kernels.planar_forward(x.const_data_ptr<T>(), z.mutable_data_ptr<T>(), planes_of(x), w, b, epsilon,
+                               mean.mutable_data_ptr<float>(), v, is, sc, sh);
+        return;
+      }
+      kernels.stats(x.const_data_ptr<T>(), shape, mean.mutable_data_ptr<float>(), v);
+      // The per-channel values in one loop over the channels (as tensor ops they were ten small
+      // ATen calls per BatchNorm, with the running statistics', 2,900 per YOLOv9-t step).
       for (std::int64_t c = 0; c < shape.channels; ++c) {
         is[c] = 1.0f / std::sqrt(v[c] + epsilon);
         sc[c] = w[c] * is[c];
         sh[c] = b[c] - m[c] * sc[c];
-        rm[c] = rm[c] * keep + m[c] * weigh;
-        rv[c] = rv[c] * keep + v[c] * weigh_var;
       }
       kernels.apply(x.const_data_ptr<T>(), z.mutable_data_ptr<T>(), shape, sc, sh);
     });
+    float *rm = running_mean.mutable_data_ptr<float>(), *rv = running_var.mutable_data_ptr<float>();
+    const double unbiased = static_cast<double>(shape.rows) / static_cast<double>(shape.rows - 1);
+    const float keep = static_cast<float>(1.0 - factor), weigh = static_cast<float>(factor);
+    const float weigh_var = static_cast<float>(factor * unbiased);
+    for (std::int64_t c = 0; c < shape.channels; ++c) {
+      rm[c] = rm[c] * keep + m[c] * weigh;
+      rv[c] = rv[c] * keep + v[c] * weigh_var;
+    }
     ctx->save_for_backward({x, weight, mean, invstd, scale, shift});
     return z;
   }
@@ -92,32 +115,45 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
     const torch::Tensor& x = saved[0];
     const torch::Tensor& weight = saved[1];
     const torch::Tensor &mean = saved[2], &invstd = saved[3], &scale = saved[4], &shift = saved[5];
+    const bool planar = is_planar(x);
     torch::Tensor dz = grads[0].scalar_type() == x.scalar_type() ? grads[0] : grads[0].to(x.scalar_type());
-    std::int64_t dz_row_stride = channels_last_row_stride(dz);
-    if (dz_row_stride == 0) {
-      dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
-      dz_row_stride = dz.size(1);
-    }
     const kernels::BnSiluShape shape = shape_of(x);
     const auto floats = x.options().dtype(torch::kFloat);
     torch::Tensor sum_dy = torch::empty({shape.channels}, floats);
     torch::Tensor sum_dy_xhat = torch::empty({shape.channels}, floats);
     torch::Tensor dx;
     const torch::Tensor& gamma = weight;  // float and contiguous: fused_bn_silu_applies() checked
-    dispatch(x, [&](const auto& kernels, auto* type) {
-      using T = std::remove_pointer_t<decltype(type)>;
-      dx = torch::empty_like(x, at::MemoryFormat::ChannelsLast);  // holds dy, then dx
-      kernels.reduce(x.const_data_ptr<T>(), dz.const_data_ptr<T>(), dz_row_stride, dx.mutable_data_ptr<T>(), shape,
-                     scale.const_data_ptr<float>(), shift.const_data_ptr<float>(), mean.const_data_ptr<float>(),
-                     invstd.const_data_ptr<float>(), sum_dy.mutable_data_ptr<float>(), sum_dy_xhat.mutable_data_ptr<float>());
-      if (ctx->needs_input_grad(0)) {
-        kernels.input_grad(x.const_data_ptr<T>(), dx.mutable_data_ptr<T>(), shape, mean.const_data_ptr<float>(),
-                           invstd.const_data_ptr<float>(), gamma.const_data_ptr<float>(), sum_dy.const_data_ptr<float>(),
-                           sum_dy_xhat.const_data_ptr<float>());
-      } else {
-        dx = torch::Tensor();
+    const float *sc = scale.const_data_ptr<float>(), *sh = shift.const_data_ptr<float>();
+    const float *m = mean.const_data_ptr<float>(), *is = invstd.const_data_ptr<float>();
+    float *sdy = sum_dy.mutable_data_ptr<float>(), *sdx = sum_dy_xhat.mutable_data_ptr<float>();
+    if (planar) {
+      if (!has_planes(dz)) dz = dz.contiguous();
+      if (ctx->needs_input_grad(0)) dx = torch::empty_like(x, at::MemoryFormat::Contiguous);
+      dispatch(x, [&](const auto& kernels, auto* type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        kernels.planar_backward(x.const_data_ptr<T>(), dz.const_data_ptr<T>(), dz.stride(0), dz.stride(1),
+                                dx.defined() ? dx.mutable_data_ptr<T>() : nullptr, planes_of(x), sc, sh, m, is,
+                                gamma.const_data_ptr<float>(), sdy, sdx);
+      });
+    } else {
+      std::int64_t dz_row_stride = channels_last_row_stride(dz);
+      if (dz_row_stride == 0) {
+        dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
+        dz_row_stride = dz.size(1);
       }
-    });
+      dispatch(x, [&](const auto& kernels, auto* type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        dx = torch::empty_like(x, at::MemoryFormat::ChannelsLast);  // holds dy, then dx
+        kernels.reduce(x.const_data_ptr<T>(), dz.const_data_ptr<T>(), dz_row_stride, dx.mutable_data_ptr<T>(), shape,
+                       sc, sh, m, is, sdy, sdx);
+        if (ctx->needs_input_grad(0)) {
+          kernels.input_grad(x.const_data_ptr<T>(), dx.mutable_data_ptr<T>(), shape, m, is, gamma.const_data_ptr<float>(),
+                             sdy, sdx);
+        } else {
+          dx = torch::Tensor();
+        }
+      });
+    }
     torch::Tensor grad_weight = ctx->needs_input_grad(1) ? sum_dy_xhat : torch::Tensor();
     torch::Tensor grad_bias = ctx->needs_input_grad(2) ? sum_dy : torch::Tensor();
     return {dx, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
@@ -130,7 +166,7 @@ bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dI
   if (!fused_bn_silu_enabled() || !bn.is_training() || !bn.options.affine() || !bn.options.track_running_stats()) return false;
   if (!x.device().is_cpu() || x.dim() != 4 || x.size(1) < 1 || x.numel() / x.size(1) < 2) return false;
   if (x.scalar_type() != torch::kFloat && x.scalar_type() != torch::kBFloat16) return false;
-  if (!x.is_contiguous(at::MemoryFormat::ChannelsLast)) return false;
+  if (!x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous(at::MemoryFormat::Contiguous)) return false;
   for (const torch::Tensor* t : {&bn.weight, &bn.bias, &bn.running_mean, &bn.running_var}) {
     if (t->scalar_type() != torch::kFloat || !t->is_contiguous() || t->numel() != x.size(1)) return false;
   }

@@ -3,8 +3,9 @@
 //  - forward: the batch statistics (two passes), then y = x·scale + shift and z = y·sigmoid(y) in
 //    one pass; the BN output y is never stored (one activation-sized tensor less per block);
 //  - backward: one pass for Σdy and Σdy·x̂ (dy = dz·silu'(y), y recomputed), one for dx;
-//  - float and bfloat16 (autocast's convolution output), channels-last, with AVX-512, AVX2 or
-//    plain kernels (nn/bn_silu_kernel.h) picked as ATen picks its own (ATEN_CPU_CAPABILITY).
+//  - float and bfloat16 (autocast's convolution output), channels-last or NCHW (YOLOX trains NCHW on
+//    the CPU, where its convolutions are faster), with AVX-512, AVX2 or plain kernels
+//    (nn/bn_silu_kernel.h) picked as ATen picks its own (ATEN_CPU_CAPABILITY).
 // The running statistics and num_batches_tracked change as BatchNorm2d's forward changes them.
 // Anything else (a GPU, another layout or dtype, eval mode) keeps the unfused ops.
 #pragma once
@@ -17,7 +18,7 @@
 namespace libreyolo::nn {
 
 // Whether batch_norm_silu() would run the fused kernels for `x` under `bn` (training mode, CPU,
-// float/bfloat16, 4-D channels-last, affine with running statistics, more than one row, and not
+// float/bfloat16, 4-D channels-last or NCHW-contiguous, affine with running statistics, more than one row, and not
 // switched off by LIBREYOLO_FUSED_BN_SILU=0).
 bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn);
 

@@ -138,23 +138,23 @@ std::vector<float> reduce_columns(BnSiluShape shape, const Element& element, con
   return total;
 }
 
-// Runs body(in, out, c, vectors) over every row: pairs of vectors, one vector, then single channels.
-// One row's channels: body pair(c) on pairs of vectors, one(c) on a vector, then scalar(c) on single channels.
+// A span of n contiguous values (a row's channels, or a plane): pair(i) on pairs of vectors, one(i)
+// on a vector, then scalar(i) on single values.
 template <typename Pair, typename One, typename Scalar>
-void over_channels(std::int64_t C, const Pair& pair, const One& one, const Scalar& scalar) {
-  std::int64_t c = 0;
-  for (; c + 2 * kLanes <= C; c += 2 * kLanes) pair(c);
-  for (; c + kLanes <= C; c += kLanes) one(c);
-  for (; c < C; ++c) scalar(c);
+void over_span(std::int64_t n, const Pair& pair, const One& one, const Scalar& scalar) {
+  std::int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) pair(i);
+  for (; i + kLanes <= n; i += kLanes) one(i);
+  for (; i < n; ++i) scalar(i);
 }
 
-// Runs body(i, c) over every row, i = r * channels + c, split as over_channels does.
+// Runs body(i, c) over every row, i = r * channels + c, split as over_span does.
 template <typename T, typename Pair, typename One, typename Scalar>
 void map_rows(BnSiluShape shape, const Pair& pair, const One& one, const Scalar& scalar) {
   const std::int64_t C = shape.channels;
   at::parallel_for(0, shape.rows, grain(shape), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
-      over_channels(
+      over_span(
           C, [&](std::int64_t c) { pair(r * C + c, c); }, [&](std::int64_t c) { one(r * C + c, c); },
           [&](std::int64_t c) { scalar(r * C + c, c); });
     }
@@ -239,7 +239,7 @@ void reduce(const T* x, const T* dz, std::int64_t dz_row_stride, T* dy_out, BnSi
       const T *xr = x + r * C, *dzr = dz + r * dz_row_stride;
       T* out = dy_out + r * C;
       float* unrounded = tile_dy(tile, r);
-      over_channels(
+      over_span(
           C,
           [&](std::int64_t c) {
             Vec xa, xb, da, db;
@@ -314,9 +314,171 @@ void input_grad(const T* x, T* dy, BnSiluShape shape, const float* mean, const f
       });
 }
 
+// NCHW planes (BnSiluPlanes), one channel at a time: a task takes whole channels, about 32k values.
+std::int64_t channel_grain(BnSiluPlanes planes) {
+  return std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, planes.batch * planes.plane));
+}
+
+// Adds to total[s] the sums over a span of n contiguous values of terms(i, out), which gives the
+// terms of the vector at i (out: Vec[Sums]) or of the value at i (out: float[Sums]). Two float
+// accumulators per sum (independent additions), the span's total added in double.
+template <int Sums, typename Terms>
+void add_span_sums(std::int64_t n, const Terms& terms, double* total) {
+  Vec even[Sums], odd[Sums];
+  for (int s = 0; s < Sums; ++s) even[s] = odd[s] = Vec(0.0f);
+  std::int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    Vec a[Sums], b[Sums];
+    terms(i, a);
+    terms(i + kLanes, b);
+    for (int s = 0; s < Sums; ++s) {
+      even[s] = even[s] + a[s];
+      odd[s] = odd[s] + b[s];
+    }
+  }
+  for (; i + kLanes <= n; i += kLanes) {
+    Vec a[Sums];
+    terms(i, a);
+    for (int s = 0; s < Sums; ++s) even[s] = even[s] + a[s];
+  }
+  for (int s = 0; s < Sums; ++s) {
+    float lanes[kLanes];
+    (even[s] + odd[s]).store(lanes);
+    for (const float v : lanes) total[s] += v;
+  }
+  for (; i < n; ++i) {
+    float t[Sums];
+    terms(i, t);
+    for (int s = 0; s < Sums; ++s) total[s] += t[s];
+  }
+}
+
+template <typename T>
+void planar_forward(const T* x, T* z, BnSiluPlanes planes, const float* gamma, const float* beta, float eps, float* mean,
+                    float* variance, float* invstd, float* scale, float* shift) {
+  const std::int64_t C = planes.channels, P = planes.plane;
+  const double count = static_cast<double>(planes.batch * P);
+  at::parallel_for(0, C, channel_grain(planes), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t c = begin; c < end; ++c) {
+      // Σ(x - x₀) and Σ(x - x₀)², x₀ the channel's first value, as stats() shifts by the first row
+      const float origin = static_cast<float>(x[c * P]);
+      const Vec o(origin);
+      double sums[2] = {0.0, 0.0};
+      for (std::int64_t n = 0; n < planes.batch; ++n) {
+        const T* xp = x + (n * C + c) * P;
+        add_span_sums<2>(
+            P,
+            [&](std::int64_t i, auto* terms) {
+              if constexpr (std::is_same_v<std::remove_pointer_t<decltype(terms)>, Vec>) {
+                const Vec d = load(xp + i) - o;
+                terms[0] = d;
+                terms[1] = d * d;
+              } else {
+                const float d = static_cast<float>(xp[i]) - origin;
+                terms[0] = d;
+                terms[1] = d * d;
+              }
+            },
+            sums);
+      }
+      const double shift_mean = sums[0] / count;
+      mean[c] = static_cast<float>(origin + shift_mean);
+      variance[c] = static_cast<float>(std::max(0.0, sums[1] / count - shift_mean * shift_mean));
+      invstd[c] = 1.0f / std::sqrt(variance[c] + eps);
+      scale[c] = gamma[c] * invstd[c];
+      shift[c] = beta[c] - mean[c] * scale[c];
+      const float sc = scale[c], sh = shift[c];
+      const Vec scv(sc), shv(sh);
+      auto silu_of = [&](const Vec& in) {
+        const Vec y = at::vec::fmadd(in, scv, shv);
+        return y * sigmoid(y);
+      };
+      for (std::int64_t n = 0; n < planes.batch; ++n) {
+        const T* xp = x + (n * C + c) * P;
+        T* zp = z + (n * C + c) * P;
+        over_span(
+            P,
+            [&](std::int64_t i) {
+              Vec a, b;
+              load2(xp + i, a, b);
+              store2(zp + i, silu_of(a), silu_of(b));
+            },
+            [&](std::int64_t i) { store1(zp + i, silu_of(load(xp + i))); },
+            [&](std::int64_t i) {
+              const float y = static_cast<float>(xp[i]) * sc + sh;
+              zp[i] = static_cast<T>(y * sigmoid(y));
+            });
+      }
+    }
+  });
+}
+
+template <typename T>
+void planar_backward(const T* x, const T* dz, std::int64_t dz_batch_stride, std::int64_t dz_channel_stride, T* dx,
+                     BnSiluPlanes planes, const float* scale, const float* shift, const float* mean, const float* invstd,
+                     const float* gamma, float* sum_dy, float* sum_dy_xhat) {
+  const std::int64_t C = planes.channels, P = planes.plane;
+  const float inv_count = 1.0f / static_cast<float>(planes.batch * P);
+  at::parallel_for(0, C, channel_grain(planes), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t c = begin; c < end; ++c) {
+      const float sc = scale[c], sh = shift[c], m = mean[c], is = invstd[c];
+      const Vec scv(sc), shv(sh), mv(m), isv(is);
+      // pass 1: dy = dz silu'(y) (kept in dx, rounded to T, where dx is wanted), Σdy and Σdy x̂ unrounded
+      double sums[2] = {0.0, 0.0};
+      for (std::int64_t n = 0; n < planes.batch; ++n) {
+        const T* xp = x + (n * C + c) * P;
+        const T* dzp = dz + n * dz_batch_stride + c * dz_channel_stride;
+        T* dyp = dx == nullptr ? nullptr : dx + (n * C + c) * P;
+        add_span_sums<2>(
+            P,
+            [&](std::int64_t i, auto* terms) {
+              if constexpr (std::is_same_v<std::remove_pointer_t<decltype(terms)>, Vec>) {
+                const Vec xv = load(xp + i);
+                const Vec dy = silu_grad(load(dzp + i), at::vec::fmadd(xv, scv, shv));
+                if (dyp != nullptr) store1(dyp + i, dy);
+                terms[0] = dy;
+                terms[1] = dy * ((xv - mv) * isv);
+              } else {
+                const float xv = static_cast<float>(xp[i]);
+                const float dy = silu_grad(static_cast<float>(dzp[i]), xv * sc + sh);
+                if (dyp != nullptr) dyp[i] = static_cast<T>(dy);
+                terms[0] = dy;
+                terms[1] = dy * ((xv - m) * is);
+              }
+            },
+            sums);
+      }
+      sum_dy[c] = static_cast<float>(sums[0]);
+      sum_dy_xhat[c] = static_cast<float>(sums[1]);
+      if (dx == nullptr) continue;
+      // pass 2, in place: dx = k (dy - mean_dy - x̂ mean_dy_xhat), k = gamma invstd, as input_grad()
+      const float k = gamma[c] * is, mean_dy = sum_dy[c] * inv_count, mean_dy_xhat = sum_dy_xhat[c] * inv_count;
+      const Vec kv(k), mean_dyv(mean_dy), mean_dy_xhatv(mean_dy_xhat);
+      auto grad_of = [&](const Vec& xv, const Vec& g) { return kv * (g - mean_dyv - (xv - mv) * isv * mean_dy_xhatv); };
+      for (std::int64_t n = 0; n < planes.batch; ++n) {
+        const T* xp = x + (n * C + c) * P;
+        T* dyp = dx + (n * C + c) * P;
+        over_span(
+            P,
+            [&](std::int64_t i) {
+              Vec xa, xb, ga, gb;
+              load2(xp + i, xa, xb);
+              load2(dyp + i, ga, gb);
+              store2(dyp + i, grad_of(xa, ga), grad_of(xb, gb));
+            },
+            [&](std::int64_t i) { store1(dyp + i, grad_of(load(xp + i), load(dyp + i))); },
+            [&](std::int64_t i) {
+              const float xhat = (static_cast<float>(xp[i]) - m) * is;
+              dyp[i] = static_cast<T>(k * (static_cast<float>(dyp[i]) - mean_dy - xhat * mean_dy_xhat));
+            });
+      }
+    }
+  });
+}
+
 template <typename T>
 BnSiluKernels<T> kernels_for() {
-  return {&stats<T>, &apply<T>, &reduce<T>, &input_grad<T>};
+  return {&stats<T>, &apply<T>, &reduce<T>, &input_grad<T>, &planar_forward<T>, &planar_backward<T>};
 }
 
 #define LIBREYOLO_STRINGIFY2(x) #x

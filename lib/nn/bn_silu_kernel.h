@@ -1,5 +1,6 @@
 // Kernels of the fused training-mode BatchNorm + SiLU on the CPU (nn/bn_silu.h), over a
-// channels-last activation seen as `rows` x `channels` (row-major). Compiled once per CPU
+// channels-last activation seen as `rows` x `channels` (row-major), or an NCHW one seen as
+// `batch` x `channels` planes of `plane` contiguous values (BnSiluPlanes). Compiled once per CPU
 // capability (DEFAULT, AVX2, AVX512; lib/meson.build), each copy in its own namespace as ATen's
 // vectorised kernels are, and picked at run time.
 #pragma once
@@ -34,12 +35,40 @@ template <typename T>
 using BnSiluInputGradFn = void (*)(const T* x, T* dy_to_dx, BnSiluShape shape, const float* mean, const float* invstd,
                                   const float* gamma, const float* sum_dy, const float* sum_dy_xhat);
 
+// NCHW: each of the `channels` has `batch` planes of `plane` contiguous values, one after another
+// as in a contiguous tensor. These kernels take one channel at a time, its planes both passes:
+// the second pass finds them in cache wherever a channel's values fit there (an 80x80 plane at
+// batch 8 is 200 KB in float).
+struct BnSiluPlanes {
+  std::int64_t batch = 0;
+  std::int64_t channels = 0;
+  std::int64_t plane = 0;
+};
+
+// Forward: per channel the batch mean and biased variance, then invstd = 1/sqrt(variance + eps),
+// scale = gamma invstd, shift = beta - mean scale, and z = silu(x scale + shift). All of the
+// per-channel outputs are written.
+template <typename T>
+using BnSiluPlanarForwardFn = void (*)(const T* x, T* z, BnSiluPlanes planes, const float* gamma, const float* beta,
+                                       float eps, float* mean, float* variance, float* invstd, float* scale, float* shift);
+// Backward: sum_dy and sum_dy_xhat as BnSiluReduceFn's, and where dx is not null, dx as
+// BnSiluInputGradFn's (from dy rounded to T). dz's plane (n, c) starts at
+// dz + n dz_batch_stride + c dz_channel_stride (a channel slice of a wider NCHW tensor has
+// a larger batch stride).
+template <typename T>
+using BnSiluPlanarBackwardFn = void (*)(const T* x, const T* dz, std::int64_t dz_batch_stride,
+                                        std::int64_t dz_channel_stride, T* dx, BnSiluPlanes planes, const float* scale,
+                                        const float* shift, const float* mean, const float* invstd, const float* gamma,
+                                        float* sum_dy, float* sum_dy_xhat);
+
 template <typename T>
 struct BnSiluKernels {
   BnStatsFn<T> stats;
   BnSiluApplyFn<T> apply;
   BnSiluReduceFn<T> reduce;
   BnSiluInputGradFn<T> input_grad;
+  BnSiluPlanarForwardFn<T> planar_forward;
+  BnSiluPlanarBackwardFn<T> planar_backward;
 };
 
 struct BnSiluKernelSet {

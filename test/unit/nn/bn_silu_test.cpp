@@ -34,8 +34,9 @@ struct Result {
   torch::Tensor z, dx, dweight, dbias;
 };
 
-Result run(torch::nn::BatchNorm2d& bn, const torch::Tensor& input, const torch::Tensor& dz, bool fused) {
-  torch::Tensor x = input.detach().clone(at::MemoryFormat::ChannelsLast).requires_grad_(true);
+Result run(torch::nn::BatchNorm2d& bn, const torch::Tensor& input, const torch::Tensor& dz, bool fused,
+           at::MemoryFormat format = at::MemoryFormat::ChannelsLast) {
+  torch::Tensor x = input.detach().clone(format).requires_grad_(true);
   bn->zero_grad();
   torch::Tensor z;
   if (fused) {
@@ -51,50 +52,58 @@ Result run(torch::nn::BatchNorm2d& bn, const torch::Tensor& input, const torch::
 }  // namespace
 
 TEST_CASE("fused BatchNorm+SiLU equals BatchNorm2d then silu in float32: output, gradients, running statistics", "[bn_silu]") {
-  // 24 and 40 channels: whole vectors and a tail for 8 and 16 lanes; 3 channels: the tail alone
-  for (const auto& sizes : std::vector<std::vector<std::int64_t>>{{4, 24, 7, 9}, {2, 40, 5, 3}, {3, 3, 4, 4}}) {
-    DYNAMIC_SECTION("shape " << sizes[0] << "x" << sizes[1] << "x" << sizes[2] << "x" << sizes[3]) {
-      torch::manual_seed(3);
-      const torch::Tensor x = torch::randn(sizes) * 2 + 0.7;
-      const torch::Tensor dz = torch::randn(sizes);
-      auto fused_bn = make_bn(static_cast<int>(sizes[1]));
-      auto reference_bn = copy_of(fused_bn);
-      for (int step = 0; step < 2; ++step) {  // twice: the running statistics move twice
-        const Result fused = run(fused_bn, x * (1 + step), dz, true);
-        const Result reference = run(reference_bn, x * (1 + step), dz, false);
-        CHECK(fused.z.is_contiguous(at::MemoryFormat::ChannelsLast));
-        CHECK(fused.dx.is_contiguous(at::MemoryFormat::ChannelsLast));
-        CHECK(relative(fused.z, reference.z) < 1e-5);
-        CHECK(relative(fused.dx, reference.dx) < 1e-4);
-        CHECK(relative(fused.dweight, reference.dweight) < 1e-4);
-        CHECK(relative(fused.dbias, reference.dbias) < 1e-4);
+  // 24 and 40 channels: whole vectors and a tail for 8 and 16 lanes; 3 channels: the tail alone.
+  // NCHW: planes of 63, 15 and 16 values (pairs of vectors, one, single values)
+  for (const auto format : {at::MemoryFormat::ChannelsLast, at::MemoryFormat::Contiguous}) {
+    for (const auto& sizes : std::vector<std::vector<std::int64_t>>{{4, 24, 7, 9}, {2, 40, 5, 3}, {3, 3, 4, 4}}) {
+      DYNAMIC_SECTION((format == at::MemoryFormat::ChannelsLast ? "channels-last" : "NCHW")
+                      << " shape " << sizes[0] << "x" << sizes[1] << "x" << sizes[2] << "x" << sizes[3]) {
+        torch::manual_seed(3);
+        const torch::Tensor x = torch::randn(sizes) * 2 + 0.7;
+        const torch::Tensor dz = torch::randn(sizes);
+        auto fused_bn = make_bn(static_cast<int>(sizes[1]));
+        auto reference_bn = copy_of(fused_bn);
+        for (int step = 0; step < 2; ++step) {  // twice: the running statistics move twice
+          const Result fused = run(fused_bn, x * (1 + step), dz, true, format);
+          const Result reference = run(reference_bn, x * (1 + step), dz, false, format);
+          CHECK(fused.z.is_contiguous(format));
+          CHECK(fused.dx.is_contiguous(format));
+          CHECK(relative(fused.z, reference.z) < 1e-5);
+          CHECK(relative(fused.dx, reference.dx) < 1e-4);
+          CHECK(relative(fused.dweight, reference.dweight) < 1e-4);
+          CHECK(relative(fused.dbias, reference.dbias) < 1e-4);
+        }
+        CHECK(relative(fused_bn->running_mean, reference_bn->running_mean) < 1e-5);
+        CHECK(relative(fused_bn->running_var, reference_bn->running_var) < 1e-5);
+        CHECK(fused_bn->num_batches_tracked.item<std::int64_t>() == 2);
+        CHECK(reference_bn->num_batches_tracked.item<std::int64_t>() == 2);
       }
-      CHECK(relative(fused_bn->running_mean, reference_bn->running_mean) < 1e-5);
-      CHECK(relative(fused_bn->running_var, reference_bn->running_var) < 1e-5);
-      CHECK(fused_bn->num_batches_tracked.item<std::int64_t>() == 2);
-      CHECK(reference_bn->num_batches_tracked.item<std::int64_t>() == 2);
     }
   }
 }
 
 TEST_CASE("fused BatchNorm+SiLU in bfloat16 is the float computation rounded once", "[bn_silu]") {
-  torch::manual_seed(5);
-  const std::vector<std::int64_t> sizes{4, 48, 6, 6};
-  const torch::Tensor x = (torch::randn(sizes) * 3 - 1).to(torch::kBFloat16);
-  const torch::Tensor dz = torch::randn(sizes).to(torch::kBFloat16);
-  auto fused_bn = make_bn(48);
-  auto reference_bn = copy_of(fused_bn);
-  const Result fused = run(fused_bn, x, dz, true);
-  const Result reference = run(reference_bn, x, dz, false);  // float32 from the same bfloat16 values
-  CHECK(fused.z.scalar_type() == torch::kBFloat16);
-  CHECK(fused.dx.scalar_type() == torch::kBFloat16);
-  CHECK(fused.dweight.scalar_type() == torch::kFloat);
-  // one rounding to bfloat16 (8 bits of mantissa: 2^-8 relative)
-  CHECK(relative(fused.z, reference.z) < 8e-3);
-  CHECK(relative(fused.dx, reference.dx) < 8e-3);
-  CHECK(relative(fused.dweight, reference.dweight) < 1e-4);  // accumulated in float
-  CHECK(relative(fused.dbias, reference.dbias) < 1e-4);
-  CHECK(relative(fused_bn->running_var, reference_bn->running_var) < 1e-5);
+  for (const auto format : {at::MemoryFormat::ChannelsLast, at::MemoryFormat::Contiguous}) {
+    INFO((format == at::MemoryFormat::ChannelsLast ? "channels-last" : "NCHW"));
+    torch::manual_seed(5);
+    const std::vector<std::int64_t> sizes{4, 48, 6, 6};
+    const torch::Tensor x = (torch::randn(sizes) * 3 - 1).to(torch::kBFloat16);
+    const torch::Tensor dz = torch::randn(sizes).to(torch::kBFloat16);
+    auto fused_bn = make_bn(48);
+    auto reference_bn = copy_of(fused_bn);
+    const Result fused = run(fused_bn, x, dz, true, format);
+    const Result reference = run(reference_bn, x, dz, false, format);  // float32 from the same bfloat16 values
+    CHECK(fused.z.scalar_type() == torch::kBFloat16);
+    CHECK(fused.dx.scalar_type() == torch::kBFloat16);
+    CHECK(fused.dx.is_contiguous(format));
+    CHECK(fused.dweight.scalar_type() == torch::kFloat);
+    // one rounding to bfloat16 (8 bits of mantissa: 2^-8 relative)
+    CHECK(relative(fused.z, reference.z) < 8e-3);
+    CHECK(relative(fused.dx, reference.dx) < 8e-3);
+    CHECK(relative(fused.dweight, reference.dweight) < 1e-4);  // accumulated in float
+    CHECK(relative(fused.dbias, reference.dbias) < 1e-4);
+    CHECK(relative(fused_bn->running_var, reference_bn->running_var) < 1e-5);
+  }
 }
 
 TEST_CASE("a gradient that is a channel slice of a wider channels-last tensor is read in place", "[bn_silu]") {
@@ -122,6 +131,38 @@ TEST_CASE("a gradient that is a channel slice of a wider channels-last tensor is
     }
     CHECK(torch::equal(dx[1], dx[0]));  // the same arithmetic on the same values
     CHECK(torch::equal(dw[1], dw[0]));
+  }
+}
+
+TEST_CASE("NCHW: a gradient that is a channel slice of a wider NCHW tensor is read in place; others are copied", "[bn_silu]") {
+  const torch::Tensor wide = torch::randn({4, 40, 9, 10});
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    INFO(c10::toString(dtype));
+    torch::manual_seed(23);
+    const torch::Tensor x = torch::randn({4, 24, 9, 10}).to(dtype);
+    auto bn = make_bn(24);
+    const torch::Tensor slice = wide.to(dtype).narrow(1, 8, 24);  // planes 40 apart in each image
+    // the slice, the same values contiguous, and channels-last (copied to NCHW first)
+    const std::vector<torch::Tensor> grads{slice, slice.contiguous(), slice.contiguous(at::MemoryFormat::ChannelsLast)};
+    std::vector<torch::Tensor> dx, dw;
+    for (const auto& grad : grads) {
+      auto copy = copy_of(bn);
+      torch::Tensor input = x.clone().requires_grad_(true);
+      const torch::Tensor z = nn::batch_norm_silu(input, *copy);
+      CHECK(z.is_contiguous());
+      z.backward(grad);
+      dx.push_back(input.grad());
+      dw.push_back(copy->weight.grad());
+    }
+    for (std::size_t i = 1; i < grads.size(); ++i) {
+      CHECK(torch::equal(dx[i], dx[0]));  // the same arithmetic on the same values
+      CHECK(torch::equal(dw[i], dw[0]));
+    }
+    // and only the input's gradient wanted: the parameters' gradients alone
+    auto copy = copy_of(bn);
+    const torch::Tensor z = nn::batch_norm_silu(x.clone(), *copy);
+    z.backward(slice);
+    CHECK(torch::equal(copy->weight.grad(), dw[0]));
   }
 }
 
@@ -211,10 +252,62 @@ TEST_CASE("every compiled CPU capability's kernels agree with the plain ones", "
   }
 }
 
-TEST_CASE("the fusion applies to training-mode channels-last float/bfloat16 only, and BaseConv uses it", "[bn_silu]") {
+TEST_CASE("every compiled CPU capability's NCHW kernels agree with the plain ones", "[bn_silu]") {
+  std::vector<nn::kernels::BnSiluKernelSet> sets{nn::kernels::DEFAULT::kernel_set()};
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) sets.push_back(nn::kernels::AVX2::kernel_set());
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq")) {
+    sets.push_back(nn::kernels::AVX512::kernel_set());
+  }
+#endif
+  // planes of 37 values (pairs of vectors, one, single values for 8 and 16 lanes) and of 5 (single values only)
+  for (const nn::kernels::BnSiluPlanes planes : {nn::kernels::BnSiluPlanes{3, 6, 37}, nn::kernels::BnSiluPlanes{2, 9, 5}}) {
+    INFO("batch " << planes.batch << ", channels " << planes.channels << ", plane " << planes.plane);
+    const std::int64_t C = planes.channels;
+    const torch::Tensor x = torch::randn({planes.batch, C, planes.plane}) * 1.5 + 0.3;
+    // dz: a channel slice of a wider tensor, planes C + 2 apart in each image
+    const torch::Tensor dz = torch::randn({planes.batch, C + 2, planes.plane}).narrow(1, 1, C);
+    const torch::Tensor gamma = torch::rand({C}) + 0.5, beta = torch::randn({C});
+    const float eps = 1e-3f;
+    auto outputs = [&](const nn::kernels::BnSiluKernelSet& set) {
+      auto vec = [&] { return torch::empty({C}); };
+      torch::Tensor mean = vec(), variance = vec(), invstd = vec(), scale = vec(), shift = vec();
+      torch::Tensor z = torch::empty_like(x), dx = torch::empty_like(x), sum_dy = vec(), sum_dy_xhat = vec();
+      set.f32.planar_forward(x.data_ptr<float>(), z.data_ptr<float>(), planes, gamma.data_ptr<float>(), beta.data_ptr<float>(), eps,
+                             mean.data_ptr<float>(), variance.data_ptr<float>(), invstd.data_ptr<float>(), scale.data_ptr<float>(),
+                             shift.data_ptr<float>());
+      set.f32.planar_backward(x.data_ptr<float>(), dz.data_ptr<float>(), dz.stride(0), dz.stride(1), dx.data_ptr<float>(), planes,
+                              scale.data_ptr<float>(), shift.data_ptr<float>(), mean.data_ptr<float>(), invstd.data_ptr<float>(),
+                              gamma.data_ptr<float>(), sum_dy.data_ptr<float>(), sum_dy_xhat.data_ptr<float>());
+      return std::vector<torch::Tensor>{mean, variance, invstd, scale, shift, z, sum_dy, sum_dy_xhat, dx};
+    };
+    const auto expected = outputs(sets.front());
+    // against ATen: batch statistics, BN then SiLU and its gradients
+    const torch::Tensor x4 = x.unsqueeze(3).requires_grad_(true);
+    auto weight = gamma.clone().requires_grad_(true), bias = beta.clone().requires_grad_(true);
+    const torch::Tensor reference = torch::silu(torch::batch_norm(x4, weight, bias, {}, {}, true, 0.1, eps, false));
+    reference.backward(dz.unsqueeze(3));
+    CHECK(relative(expected[0], x.mean(std::vector<std::int64_t>{0, 2})) < 1e-5);
+    CHECK(relative(expected[1], x.var(std::vector<std::int64_t>{0, 2}, /*unbiased=*/false)) < 1e-5);
+    CHECK(relative(expected[5], reference.squeeze(3)) < 1e-5);
+    CHECK(relative(expected[6], bias.grad()) < 1e-4);
+    CHECK(relative(expected[7], weight.grad()) < 1e-4);
+    CHECK(relative(expected[8], x4.grad().squeeze(3)) < 1e-4);
+    for (std::size_t s = 1; s < sets.size(); ++s) {
+      INFO(sets[s].capability);
+      const auto got = outputs(sets[s]);
+      for (std::size_t i = 0; i < got.size(); ++i) CHECK(relative(got[i], expected[i]) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("the fusion applies to training-mode channels-last or NCHW float/bfloat16 only, and BaseConv uses it", "[bn_silu]") {
   auto bn = make_bn(8);
   const torch::Tensor x = torch::randn({2, 8, 4, 4});
-  CHECK_FALSE(nn::fused_bn_silu_applies(x, *bn));  // NCHW
+  CHECK(nn::fused_bn_silu_applies(x, *bn));  // NCHW
+  CHECK_FALSE(nn::fused_bn_silu_applies(torch::randn({2, 8, 4, 6}).narrow(3, 1, 4), *bn));  // neither layout
   const torch::Tensor cl = x.contiguous(at::MemoryFormat::ChannelsLast);
   CHECK(nn::fused_bn_silu_applies(cl, *bn));
   CHECK(nn::fused_bn_silu_applies(cl.to(torch::kBFloat16), *bn));
@@ -224,21 +317,25 @@ TEST_CASE("the fusion applies to training-mode channels-last float/bfloat16 only
   CHECK_FALSE(nn::fused_bn_silu_applies(cl, *bn));
 
   // BaseConv in training mode: the fused path gives what its own modules give one after another
-  torch::manual_seed(7);
-  nn::BaseConv block(3, 16, 3, 1);
-  nn::BaseConv reference(3, 16, 3, 1);
-  {
-    torch::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < block->parameters().size(); ++i) reference->parameters()[i].copy_(block->parameters()[i]);
+  for (const auto format : {at::MemoryFormat::ChannelsLast, at::MemoryFormat::Contiguous}) {
+    INFO((format == at::MemoryFormat::ChannelsLast ? "channels-last" : "NCHW"));
+    torch::manual_seed(7);
+    nn::BaseConv block(3, 16, 3, 1);
+    nn::BaseConv reference(3, 16, 3, 1);
+    {
+      torch::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < block->parameters().size(); ++i) reference->parameters()[i].copy_(block->parameters()[i]);
+    }
+    const torch::Tensor input = torch::randn({2, 3, 10, 10}).contiguous(format);
+    const torch::Tensor fused = block->forward(input);
+    CHECK(fused.is_contiguous(format));
+    auto children = reference->named_children();
+    auto& conv = *children["conv"]->as<torch::nn::Conv2dImpl>();
+    auto& batch_norm = *children["bn"]->as<torch::nn::BatchNorm2dImpl>();
+    const torch::Tensor conv_output = conv.forward(input);
+    REQUIRE(nn::fused_bn_silu_applies(conv_output, batch_norm));  // so block->forward took the fused path
+    const torch::Tensor unfused = torch::silu(batch_norm.forward(conv_output));
+    CHECK(relative(fused, unfused) < 1e-5);
+    CHECK(relative(block->named_buffers()["bn.running_var"], reference->named_buffers()["bn.running_var"]) < 1e-6);
   }
-  const torch::Tensor input = torch::randn({2, 3, 10, 10}).contiguous(at::MemoryFormat::ChannelsLast);
-  const torch::Tensor fused = block->forward(input);
-  auto children = reference->named_children();
-  auto& conv = *children["conv"]->as<torch::nn::Conv2dImpl>();
-  auto& batch_norm = *children["bn"]->as<torch::nn::BatchNorm2dImpl>();
-  const torch::Tensor conv_output = conv.forward(input);
-  REQUIRE(nn::fused_bn_silu_applies(conv_output, batch_norm));  // so block->forward took the fused path
-  const torch::Tensor unfused = torch::silu(batch_norm.forward(conv_output));
-  CHECK(relative(fused, unfused) < 1e-5);
-  CHECK(relative(block->named_buffers()["bn.running_var"], reference->named_buffers()["bn.running_var"]) < 1e-6);
 }
