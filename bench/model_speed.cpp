@@ -1,9 +1,9 @@
 // Forward+backward speed of the models on this machine (JSON lines): images/s, the achieved
 // GFLOP/s (3 x forward FLOPs per image, the usual forward+backward estimate) and, for scale,
 // the GFLOP/s of a large float32 matmul measured in the same run. Median of `repeat` runs.
-// Channels-last runs twice, with the fused BatchNorm+SiLU (nn/bn_silu.h) and with ATen's two
-// ops, interleaved; dtype bfloat16 runs under CPU autocast, as amp=true amp_dtype=bfloat16 trains.
-//   bench/model_speed [imgsz=640] [batch=8] [iterations=3] [repeat=3] [dtype=float32|bfloat16]
+// Each layout runs twice, with the fused BatchNorm+SiLU (nn/bn_silu.h) and with ATen's two ops,
+// interleaved; dtype bfloat16 runs under CPU autocast, as amp=true amp_dtype=bfloat16 trains.
+//   bench/model_speed [imgsz=640] [batch=8] [iterations=3] [repeat=3] [dtype=float32|bfloat16] [model=all|yolo9-t|yolox-s]
 #include "median.h"
 #include "models/registry.h"
 #include "nn/bn_silu.h"
@@ -51,8 +51,10 @@ int main(int argc, char** argv) {
   const int iterations = argc > 3 ? std::atoi(argv[3]) : 3;
   const int repeat = argc > 4 ? std::atoi(argv[4]) : 3;
   const bool bfloat16 = argc > 5 && std::string(argv[5]) == "bfloat16";
+  const std::string only = argc > 6 ? argv[6] : "all";
   const double peak = matmul_gflops();
   for (const std::string name : {"yolo9-t", "yolox-s"}) {
+    if (only != "all" && only != name) continue;
     for (const bool channels_last : {false, true}) {
       DetectionModel model = build_model(parse_model_name(name), 80);
       const double forward_gflops = summarize(model, size, size).gflops;
@@ -71,8 +73,8 @@ int main(int argc, char** argv) {
         }
         loss.backward();
       };
-      // channels-last: the fused BatchNorm+SiLU and ATen's ops, interleaved (NCHW never fuses)
-      const std::vector<bool> fusions = channels_last ? std::vector<bool>{true, false} : std::vector<bool>{false};
+      // the fused BatchNorm+SiLU and ATen's ops, interleaved
+      const std::vector<bool> fusions{true, false};
       std::map<bool, std::vector<double>> rates;
       for (const bool fused : fusions) {
         libreyolo::nn::set_fused_bn_silu_enabled(fused);
