@@ -71,12 +71,17 @@ std::int64_t grain(BnSiluShape shape) { return std::max<std::int64_t>(1, 32768 /
 // kTileElements values, small enough to stay in L1 while every block of channels passes over them;
 // the channels go in blocks of up to kBlock vectors whose accumulators stay in registers while the
 // tile's rows stream past (a row-major accumulate would store and reload them at every row), then
-// go back to the thread's slice. Over whole rows instead of tiles, each block would stream all the
-// rows again: with 64 float channels on AVX2 (two blocks) the backward read and wrote its memory
-// twice and ran 2x slower than ATen's. The channels past the last whole vector go one at a time.
-// Each thread adds into its own slice (in row order, as one pass would), then the slices are summed.
+// go back to the thread's float sums. Over whole rows instead of tiles, each block would stream all
+// the rows again: with 64 float channels on AVX2 (two blocks) the backward read and wrote its
+// memory twice and ran 2x slower than ATen's. The channels past the last whole vector go one at a
+// time. Each thread adds into its own float sums (in row order, as one pass would) and moves them
+// to its double totals every kFlushRows rows; then the threads' totals are summed. (Float sums
+// over all of a large layer's rows were less accurate than ATen's BatchNorm: YOLOv9-t's train-mode
+// maps came out 2x further from float64 than with ATen's channels-last ops,
+// test/parity/model_parity_test.cpp; a double add per tile cost 8% at 64 channels.)
 constexpr int kBlock = 4;
 constexpr std::int64_t kTileElements = 2048;
+constexpr std::int64_t kFlushRows = 256;
 
 // `prepare(tile)` runs before each tile's column blocks, and `element(tile, r, c, terms)` gives the
 // terms of row r at channel c (a vector's worth, or one): the backward computes the tile's dy in
@@ -91,16 +96,26 @@ struct NoPrepare {
 std::int64_t tile_rows(std::int64_t channels) { return std::max<std::int64_t>(1, kTileElements / channels); }
 
 template <int Sums, typename Element, typename Prepare = NoPrepare>
-std::vector<float> reduce_columns(BnSiluShape shape, const Element& element, const Prepare& prepare = {}) {
+std::vector<double> reduce_columns(BnSiluShape shape, const Element& element, const Prepare& prepare = {}) {
   const std::int64_t C = shape.channels;
   const std::int64_t vec_end = C - C % kLanes;
   const std::int64_t tile = tile_rows(C);
   const int threads = at::get_num_threads();
   const std::int64_t width = Sums * C;
   std::vector<float> partial(static_cast<std::size_t>(threads) * width, 0.0f);
+  std::vector<double> totals(static_cast<std::size_t>(threads) * width, 0.0);
   at::parallel_for(0, shape.rows, grain(shape), [&](std::int64_t begin, std::int64_t end) {
     const int thread = at::get_thread_num();
     float* out = partial.data() + static_cast<std::size_t>(thread) * width;
+    double* total = totals.data() + static_cast<std::size_t>(thread) * width;
+    std::int64_t unflushed = 0;
+    const auto flush = [&] {
+      for (std::int64_t i = 0; i < width; ++i) {
+        total[i] += out[i];
+        out[i] = 0.0f;
+      }
+      unflushed = 0;
+    };
     for (std::int64_t tile_begin = begin; tile_begin < end; tile_begin += tile) {
       const Tile current{thread, tile_begin, std::min(end, tile_begin + tile)};
       prepare(current);
@@ -129,13 +144,16 @@ std::vector<float> reduce_columns(BnSiluShape shape, const Element& element, con
           for (int s = 0; s < Sums; ++s) out[s * C + c] += terms[s];
         }
       }
+      unflushed += current.end - current.begin;
+      if (unflushed >= kFlushRows) flush();
     }
+    flush();
   });
-  std::vector<float> total(width, 0.0f);
+  std::vector<double> sums(width, 0.0);
   for (int t = 0; t < threads; ++t) {
-    for (std::int64_t i = 0; i < width; ++i) total[i] += partial[t * width + i];
+    for (std::int64_t i = 0; i < width; ++i) sums[i] += totals[t * width + i];
   }
-  return total;
+  return sums;
 }
 
 // A span of n contiguous values (a row's channels, or a plane): pair(i) on pairs of vectors, one(i)

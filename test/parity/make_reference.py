@@ -2,12 +2,16 @@
 Python (random weights, fixed seed, nc=80, BatchNorm statistics randomised so eval mode uses
 them), its state dict, an input batch and the raw head outputs in eval and train mode; for YOLOv9
 with the PGI auxiliary branch attached (enable_aux), and the auxiliary head's train-mode maps too.
+The train-mode maps also come from the same model in float64 (`train64_*`, `aux64_*`): the truth
+that float32 results are measured against (in train mode, on batch statistics of two images,
+float32 rounding grows through the network: PyTorch's own float32 maps are ~2e-4 off it).
 
     make_reference.py OUT_DIR FAMILY SIZE [SIZE ...]      FAMILY: yolox | yolo9
 
 Fails when torch, safetensors or libreyolo cannot be imported: the test venv is meant to hold them
 (the shell wrapper skips, 77, only when the venv is absent).
 """
+import copy
 import pathlib
 import sys
 
@@ -64,6 +68,17 @@ def head_maps(family, model, images, train):
     return maps
 
 
+def aux_maps(model, images):
+    """YOLOv9's auxiliary head's train-mode maps (the branch runs only in training, from the
+    backbone's P3, P4 and B5)."""
+    model.train()
+    with torch.no_grad():
+        p3, p4, _, b5 = model.backbone(images, return_b5=True)
+        features = model.aux(p3, p4, b5)
+        head = model.aux_head
+        return [torch.cat([head.cv2[level](feature), head.cv3[level](feature)], 1) for level, feature in enumerate(features)]
+
+
 def reference(family: str, size: str, out: pathlib.Path) -> None:
     torch.manual_seed(0)
     if family == "yolox":
@@ -79,19 +94,19 @@ def reference(family: str, size: str, out: pathlib.Path) -> None:
                 module.weight.uniform_(0.5, 1.5)
                 module.bias.uniform_(-0.2, 0.2)
     weights = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    truth = copy.deepcopy(model).double()  # before any train-mode pass moves the running statistics
     images = torch.rand(2, 3, 96, 128)
     tensors = {"input": images}
     for mode, train in (("eval", False), ("train", True)):
         for level, maps in enumerate(head_maps(family, model, images, train)):
             tensors[f"{mode}{level}"] = maps
-    if family == "yolo9":  # the auxiliary branch runs only in training, from the backbone's P3, P4 and B5
-        model.train()
-        with torch.no_grad():
-            p3, p4, _, b5 = model.backbone(images, return_b5=True)
-            features = model.aux(p3, p4, b5)
-            for level, feature in enumerate(features):
-                head = model.aux_head
-                tensors[f"aux{level}"] = torch.cat([head.cv2[level](feature), head.cv3[level](feature)], 1)
+    for level, maps in enumerate(head_maps(family, truth, images.double(), True)):
+        tensors[f"train64_{level}"] = maps
+    if family == "yolo9":
+        for level, maps in enumerate(aux_maps(model, images)):
+            tensors[f"aux{level}"] = maps
+        for level, maps in enumerate(aux_maps(truth, images.double())):
+            tensors[f"aux64_{level}"] = maps
     save_file(weights, str(out / f"{family}-{size}.weights.safetensors"))
     save_file(tensors, str(out / f"{family}-{size}.io.safetensors"))
     print(f"{family}-{size}: {sum(p.numel() for p in model.parameters())} parameters, {len(weights)} state-dict entries")
