@@ -116,8 +116,11 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
   for (const at::Tensor& map : maps) {
     const std::int64_t batch = map.size(0), cells = map.size(2) * map.size(3);
     const at::Tensor flat = map.flatten(2).transpose(1, 2);  // [B, HW, C]
-    distributions.push_back(flat.narrow(2, 0, 4 * reg_max).reshape({batch, cells, 4, reg_max}));
-    class_logits.push_back(flat.narrow(2, 4 * reg_max, flat.size(2) - 4 * reg_max));
+    // one split, not two narrows: its backward writes both parts' gradients into one map (each
+    // narrow's would fill a zero map of its own, then the two would be added)
+    const auto parts = flat.split_with_sizes({4 * reg_max, flat.size(2) - 4 * reg_max}, 2);
+    distributions.push_back(parts[0].reshape({batch, cells, 4, reg_max}));
+    class_logits.push_back(parts[1]);
   }
   const at::Tensor distribution = at::cat(distributions, 1).to(at::kFloat);  // [B, A, 4, reg_max]
   const at::Tensor logits = at::cat(class_logits, 1).to(at::kFloat);         // [B, A, nc]
