@@ -49,6 +49,20 @@ Result run(torch::nn::BatchNorm2d& bn, const torch::Tensor& input, const torch::
   return {z.detach(), x.grad(), bn->weight.grad().clone(), bn->bias.grad().clone()};
 }
 
+// The AVX2 and AVX-512 kernels this CPU can run (the DEFAULT ones run everywhere).
+std::vector<nn::kernels::BnSiluKernelSet> vectorised_kernel_sets() {
+  std::vector<nn::kernels::BnSiluKernelSet> sets;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) sets.push_back(nn::kernels::AVX2::kernel_set());
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq")) {
+    sets.push_back(nn::kernels::AVX512::kernel_set());
+  }
+#endif
+  return sets;
+}
+
 }  // namespace
 
 TEST_CASE("fused BatchNorm+SiLU equals BatchNorm2d then silu in float32: output, gradients, running statistics", "[bn_silu]") {
@@ -201,15 +215,7 @@ TEST_CASE("fused BatchNorm+SiLU gives exact zeros, not values near FLT_MIN, wher
 
 TEST_CASE("every compiled CPU capability's kernels agree with the plain ones", "[bn_silu]") {
   const auto plain = nn::kernels::DEFAULT::kernel_set();
-  std::vector<nn::kernels::BnSiluKernelSet> sets;
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) sets.push_back(nn::kernels::AVX2::kernel_set());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq")) {
-    sets.push_back(nn::kernels::AVX512::kernel_set());
-  }
-#endif
+  const std::vector<nn::kernels::BnSiluKernelSet> sets = vectorised_kernel_sets();
   INFO("in use: " << nn::bn_silu_capability() << ", ATen: " << at::get_cpu_capability());
   CHECK(nn::bn_silu_capability() == at::get_cpu_capability());
   // 37 rows: one of the kernels' row tiles; 301 rows of 21 channels: several, the last one partial,
@@ -254,14 +260,7 @@ TEST_CASE("every compiled CPU capability's kernels agree with the plain ones", "
 
 TEST_CASE("every compiled CPU capability's NCHW kernels agree with the plain ones", "[bn_silu]") {
   std::vector<nn::kernels::BnSiluKernelSet> sets{nn::kernels::DEFAULT::kernel_set()};
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) sets.push_back(nn::kernels::AVX2::kernel_set());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq")) {
-    sets.push_back(nn::kernels::AVX512::kernel_set());
-  }
-#endif
+  for (const auto& set : vectorised_kernel_sets()) sets.push_back(set);
   // planes of 37 values (pairs of vectors, one, single values for 8 and 16 lanes) and of 5 (single values only)
   for (const nn::kernels::BnSiluPlanes planes : {nn::kernels::BnSiluPlanes{3, 6, 37}, nn::kernels::BnSiluPlanes{2, 9, 5}}) {
     INFO("batch " << planes.batch << ", channels " << planes.channels << ", plane " << planes.plane);
