@@ -6,7 +6,6 @@
 #include <torch/autograd.h>
 
 #include <atomic>
-#include <cmath>
 #include <cstdlib>
 #include <string_view>
 
@@ -91,11 +90,7 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
       kernels.stats(x.const_data_ptr<T>(), shape, mean.mutable_data_ptr<float>(), v);
       // The per-channel values in one loop over the channels (as tensor ops they were ten small
       // ATen calls per BatchNorm, with the running statistics', 2,900 per YOLOv9-t step).
-      for (std::int64_t c = 0; c < shape.channels; ++c) {
-        is[c] = 1.0f / std::sqrt(v[c] + epsilon);
-        sc[c] = w[c] * is[c];
-        sh[c] = b[c] - m[c] * sc[c];
-      }
+      for (std::int64_t c = 0; c < shape.channels; ++c) kernels::fold_channel(m[c], v[c], w[c], b[c], epsilon, is[c], sc[c], sh[c]);
       kernels.apply(x.const_data_ptr<T>(), z.mutable_data_ptr<T>(), shape, sc, sh);
     });
     float *rm = running_mean.mutable_data_ptr<float>(), *rv = running_var.mutable_data_ptr<float>();

@@ -179,6 +179,14 @@ void map_rows(BnSiluShape shape, const Pair& pair, const One& one, const Scalar&
   });
 }
 
+// Mean and biased variance from Σd and Σd² over `count` values, d = x - origin (the statistics'
+// one pass shifts by a value of the channel, so that E[d²] - E[d]² does not cancel).
+inline void shifted_moments(float origin, double sum, double sum_squares, double count, float& mean, float& variance) {
+  const double shift_mean = sum / count;
+  mean = static_cast<float>(origin + shift_mean);
+  variance = static_cast<float>(std::max(0.0, sum_squares / count - shift_mean * shift_mean));
+}
+
 template <typename T>
 void stats(const T* x, BnSiluShape shape, float* mean, float* variance) {
   const std::int64_t C = shape.channels;
@@ -199,11 +207,7 @@ void stats(const T* x, BnSiluShape shape, float* mean, float* variance) {
     }
   });
   const double rows = static_cast<double>(shape.rows);
-  for (std::int64_t c = 0; c < C; ++c) {
-    const double shift_mean = sums[c] / rows;
-    mean[c] = static_cast<float>(o[c] + shift_mean);
-    variance[c] = static_cast<float>(std::max(0.0, sums[C + c] / rows - shift_mean * shift_mean));
-  }
+  for (std::int64_t c = 0; c < C; ++c) shifted_moments(o[c], sums[c], sums[C + c], rows, mean[c], variance[c]);
 }
 
 template <typename T>
@@ -399,12 +403,8 @@ void planar_forward(const T* x, T* z, BnSiluPlanes planes, const float* gamma, c
             },
             sums);
       }
-      const double shift_mean = sums[0] / count;
-      mean[c] = static_cast<float>(origin + shift_mean);
-      variance[c] = static_cast<float>(std::max(0.0, sums[1] / count - shift_mean * shift_mean));
-      invstd[c] = 1.0f / std::sqrt(variance[c] + eps);
-      scale[c] = gamma[c] * invstd[c];
-      shift[c] = beta[c] - mean[c] * scale[c];
+      shifted_moments(origin, sums[0], sums[1], count, mean[c], variance[c]);
+      fold_channel(mean[c], variance[c], gamma[c], beta[c], eps, invstd[c], scale[c], shift[c]);
       const float sc = scale[c], sh = shift[c];
       const Vec scv(sc), shv(sh);
       auto silu_of = [&](const Vec& in) {

@@ -7,6 +7,7 @@
 
 #include <c10/util/BFloat16.h>
 
+#include <cmath>
 #include <cstdint>
 
 namespace libreyolo::nn::kernels {
@@ -60,6 +61,15 @@ using BnSiluPlanarBackwardFn = void (*)(const T* x, const T* dz, std::int64_t dz
                                         std::int64_t dz_channel_stride, T* dx, BnSiluPlanes planes, const float* scale,
                                         const float* shift, const float* mean, const float* invstd, const float* gamma,
                                         float* sum_dy, float* sum_dy_xhat);
+
+// The BatchNorm's affine with the batch statistics folded in, for one channel: invstd =
+// 1/sqrt(variance + eps), scale = gamma invstd, shift = beta - mean scale (y = x scale + shift).
+inline void fold_channel(float mean, float variance, float gamma, float beta, float eps, float& invstd, float& scale,
+                         float& shift) {
+  invstd = 1.0f / std::sqrt(variance + eps);
+  scale = gamma * invstd;
+  shift = beta - mean * scale;
+}
 
 template <typename T>
 struct BnSiluKernels {

@@ -28,13 +28,27 @@ using namespace libreyolo::models;
 
 namespace {
 
+// How many levels the reference wrote under every one of `prefixes` (<prefix><level>); false, with
+// a MISMATCH line, when ours has another count: ours may not drop or add one.
+bool same_levels(const std::string& what, const std::vector<at::Tensor>& ours, const std::map<std::string, at::Tensor>& io,
+                 const std::vector<std::string>& prefixes, std::size_t& reference_levels) {
+  reference_levels = 0;
+  const auto wrote = [&](std::size_t level) {
+    for (const auto& prefix : prefixes) {
+      if (!io.count(prefix + std::to_string(level))) return false;
+    }
+    return true;
+  };
+  while (wrote(reference_levels)) ++reference_levels;
+  const bool ok = reference_levels > 0 && reference_levels == ours.size();
+  if (!ok) fmt::print("  {}: {} levels, the reference {} MISMATCH\n", what, ours.size(), reference_levels);
+  return ok;
+}
+
 bool compare(const std::string& what, const std::vector<at::Tensor>& ours, const std::map<std::string, at::Tensor>& io,
              const std::string& prefix) {
-  // as many levels as the reference wrote: ours may not drop or add one
   std::size_t reference_levels = 0;
-  while (io.count(prefix + std::to_string(reference_levels))) ++reference_levels;
-  bool ok = reference_levels > 0 && reference_levels == ours.size();
-  if (!ok) fmt::print("  {}: {} levels, the reference {} MISMATCH\n", what, ours.size(), reference_levels);
+  bool ok = same_levels(what, ours, io, {prefix}, reference_levels);
   for (std::size_t level = 0; level < std::min(ours.size(), reference_levels); ++level) {
     const at::Tensor& expected = io.at(prefix + std::to_string(level));
     const double difference = (ours[level] - expected).abs().max().item<double>();
@@ -58,11 +72,7 @@ double max_difference(const at::Tensor& a, const at::Tensor& b) {
 bool compare_to_truth(const std::string& what, const std::vector<at::Tensor>& ours, const std::map<std::string, at::Tensor>& io,
                       const std::string& prefix) {
   std::size_t reference_levels = 0;
-  while (io.count(prefix + std::to_string(reference_levels)) && io.count(prefix + "64_" + std::to_string(reference_levels))) {
-    ++reference_levels;
-  }
-  bool ok = reference_levels > 0 && reference_levels == ours.size();
-  if (!ok) fmt::print("  {}: {} levels, the reference {} MISMATCH\n", what, ours.size(), reference_levels);
+  bool ok = same_levels(what, ours, io, {prefix, prefix + "64_"}, reference_levels);
   for (std::size_t level = 0; level < std::min(ours.size(), reference_levels); ++level) {
     const at::Tensor& pytorch = io.at(prefix + std::to_string(level));
     const at::Tensor& truth = io.at(prefix + "64_" + std::to_string(level));
