@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
   const int repeat = argc > 4 ? std::atoi(argv[4]) : 3;
   const bool bfloat16 = argc > 5 && std::string(argv[5]) == "bfloat16";
   const std::string only = argc > 6 ? argv[6] : "all";
+  if (only != "all" && only != "yolo9-t" && only != "yolox-s") {
+    fmt::print(stderr, "model_speed: model must be all, yolo9-t or yolox-s, not {}\n", only);
+    return 2;
+  }
   const double peak = matmul_gflops();
   for (const std::string name : {"yolo9-t", "yolox-s"}) {
     if (only != "all" && only != name) continue;
