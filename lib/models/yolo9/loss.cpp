@@ -3,6 +3,7 @@
 #include "models/anchors.h"
 #include "models/box_ops.h"
 #include "models/yolo9/model.h"
+#include "nn/bce_logits.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -141,8 +142,7 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
       tal_assign(logits, boxes, points.centres, points.strides, targets, options.tal);
   const at::Tensor norm = loss_normaliser(assigned.target_scores.sum(), options.global_normaliser);
 
-  const at::Tensor cls = at::binary_cross_entropy_with_logits(logits, assigned.target_scores, {}, {},
-                                                              at::Reduction::None).sum() / norm;
+  const at::Tensor cls = nn::bce_with_logits_sum(logits, assigned.target_scores) / norm;
   const at::Tensor weight = assigned.target_scores.sum(-1);  // [B, A], 0 on background
   BoxTerms terms;
   if (foreground_only) {

@@ -1,6 +1,7 @@
 #include "nn/bn_silu.h"
 #include "nn/bn_silu_kernel.h"
 #include "nn/conv.h"
+#include "nn/cpu_kernels.h"
 
 #include <ATen/Version.h>
 #include <torch/torch.h>
@@ -53,11 +54,8 @@ Result run(torch::nn::BatchNorm2d& bn, const torch::Tensor& input, const torch::
 std::vector<nn::kernels::BnSiluKernelSet> vectorised_kernel_sets() {
   std::vector<nn::kernels::BnSiluKernelSet> sets;
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) sets.push_back(nn::kernels::AVX2::kernel_set());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq")) {
-    sets.push_back(nn::kernels::AVX512::kernel_set());
+  for (const nn::CpuKernels kernels : nn::runnable_vectorised_cpu_kernels()) {
+    sets.push_back(kernels == nn::CpuKernels::Avx2 ? nn::kernels::AVX2::kernel_set() : nn::kernels::AVX512::kernel_set());
   }
 #endif
   return sets;
