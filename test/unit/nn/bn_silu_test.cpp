@@ -2,6 +2,7 @@
 #include "nn/bn_silu_kernel.h"
 #include "nn/conv.h"
 #include "nn/cpu_kernels.h"
+#include "nn/gelan.h"
 
 #include <ATen/Version.h>
 #include <torch/torch.h>
@@ -235,7 +236,7 @@ TEST_CASE("every compiled CPU capability's kernels agree with the plain ones", "
                      shift.data_ptr<float>(), mean.data_ptr<float>(), invstd.data_ptr<float>(), sum_dy.data_ptr<float>(),
                      sum_dy_xhat.data_ptr<float>());
       const torch::Tensor dy = dx.clone();
-      set.f32.input_grad(x.data_ptr<float>(), dx.data_ptr<float>(), shape, mean.data_ptr<float>(), invstd.data_ptr<float>(),
+      set.f32.input_grad(x.data_ptr<float>(), dx.data_ptr<float>(), dx.data_ptr<float>(), shape, mean.data_ptr<float>(), invstd.data_ptr<float>(),
                          gamma.data_ptr<float>(), sum_dy.data_ptr<float>(), sum_dy_xhat.data_ptr<float>());
       return std::vector<torch::Tensor>{mean, variance, z, sum_dy, sum_dy_xhat, dy, dx};
     };
@@ -356,4 +357,201 @@ TEST_CASE("the fused statistics of a large layer are as accurate as double sums"
     CHECK(((bn->running_mean.to(torch::kDouble) - mean64).abs() / var64.sqrt()).max().item<double>() < 1e-4);
     CHECK(relative(bn->running_var.to(torch::kDouble) / unbiased, var64) < 2e-6);
   }
+}
+
+namespace {
+
+struct AddResult {
+  torch::Tensor z, da, db, dweight_a, dbias_a, dweight_b, dbias_b;
+};
+
+// silu(bn_a(a) + bn_b(b)): fused, or ATen's ops in float from the same input values; dz may be a
+// strided view (a channel slice of a wider tensor).
+AddResult run_add(torch::nn::BatchNorm2d& bn_a, torch::nn::BatchNorm2d& bn_b, const torch::Tensor& a_in,
+                  const torch::Tensor& b_in, const torch::Tensor& dz, bool fused) {
+  torch::Tensor a = a_in.detach().clone(at::MemoryFormat::ChannelsLast).requires_grad_(true);
+  torch::Tensor b = b_in.detach().clone(at::MemoryFormat::ChannelsLast).requires_grad_(true);
+  bn_a->zero_grad();
+  bn_b->zero_grad();
+  torch::Tensor z;
+  if (fused) {
+    REQUIRE(nn::fused_bn_add_silu_applies(a, *bn_a, b, *bn_b));
+    z = nn::batch_norm_add_silu(a, *bn_a, b, *bn_b);
+  } else {
+    z = torch::silu(bn_a(a.to(torch::kFloat)) + bn_b(b.to(torch::kFloat)));
+  }
+  z.backward(dz.scalar_type() == z.scalar_type() ? dz : dz.to(z.scalar_type()));
+  return {z.detach(),
+          a.grad(),
+          b.grad(),
+          bn_a->weight.grad().clone(),
+          bn_a->bias.grad().clone(),
+          bn_b->weight.grad().clone(),
+          bn_b->bias.grad().clone()};
+}
+
+}  // namespace
+
+TEST_CASE("fused BatchNorm+BatchNorm+add+SiLU (RepConvN) equals ATen's ops: output, all gradients, both running statistics",
+          "[bn_silu]") {
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    // 24 and 40 channels: whole vectors and a tail for 8 and 16 lanes; 3: the tail alone
+    for (const auto& sizes : std::vector<std::vector<std::int64_t>>{{4, 24, 7, 9}, {2, 40, 5, 3}, {3, 3, 4, 4}}) {
+      DYNAMIC_SECTION(c10::toString(dtype) << " shape " << sizes[0] << "x" << sizes[1] << "x" << sizes[2] << "x" << sizes[3]) {
+        torch::manual_seed(29);
+        const torch::Tensor a = (torch::randn(sizes) * 2 + 0.7).to(dtype);
+        const torch::Tensor b = (torch::randn(sizes) * 0.5 - 0.3).to(dtype);
+        // dz: a channel slice of a wider channels-last tensor, as cat's backward hands it on
+        std::vector<std::int64_t> wide_sizes = sizes;
+        wide_sizes[1] += 5;
+        const torch::Tensor dz = torch::randn(wide_sizes).to(dtype).contiguous(at::MemoryFormat::ChannelsLast).narrow(1, 2, sizes[1]);
+        REQUIRE(nn::channels_last_row_stride(dz) == wide_sizes[1]);
+        auto fused_a = make_bn(static_cast<int>(sizes[1])), fused_b = make_bn(static_cast<int>(sizes[1]), std::nullopt);
+        auto reference_a = copy_of(fused_a), reference_b = copy_of(fused_b);
+        // float: the arithmetic's own error; bfloat16: one rounding of the outputs (2^-8)
+        const double tolerance = dtype == torch::kFloat ? 1e-4 : 8e-3;
+        for (int step = 0; step < 2; ++step) {  // twice: the running statistics move twice
+          const AddResult fused = run_add(fused_a, fused_b, a * (1 + step), b, dz, true);
+          const AddResult reference = run_add(reference_a, reference_b, a * (1 + step), b, dz, false);
+          CHECK(fused.z.scalar_type() == dtype);
+          CHECK(fused.z.is_contiguous(at::MemoryFormat::ChannelsLast));
+          CHECK(fused.da.is_contiguous(at::MemoryFormat::ChannelsLast));
+          CHECK(fused.db.is_contiguous(at::MemoryFormat::ChannelsLast));
+          CHECK(relative(fused.z, reference.z) < tolerance);
+          CHECK(relative(fused.da, reference.da) < tolerance);
+          CHECK(relative(fused.db, reference.db) < tolerance);
+          // the parameters' gradients are float sums of unrounded terms
+          CHECK(relative(fused.dweight_a, reference.dweight_a) < 1e-4);
+          CHECK(relative(fused.dbias_a, reference.dbias_a) < 1e-4);
+          CHECK(relative(fused.dweight_b, reference.dweight_b) < 1e-4);
+          CHECK(relative(fused.dbias_b, reference.dbias_b) < 1e-4);
+        }
+        // bn_b has no momentum: its running statistics average the batches (1 / num_batches_tracked)
+        for (auto* pair : {&fused_a, &fused_b}) {
+          auto& reference = pair == &fused_a ? reference_a : reference_b;
+          CHECK(relative((*pair)->running_mean, reference->running_mean) < 1e-5);
+          CHECK(relative((*pair)->running_var, reference->running_var) < 1e-5);
+          CHECK((*pair)->num_batches_tracked.item<std::int64_t>() == 2);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fused RepConvN tail: parameters' gradients alone when its inputs need none; NCHW and mixed inputs are refused",
+          "[bn_silu]") {
+  torch::manual_seed(31);
+  const std::vector<std::int64_t> sizes{2, 16, 5, 6};
+  const torch::Tensor a = torch::randn(sizes).contiguous(at::MemoryFormat::ChannelsLast);
+  const torch::Tensor b = torch::randn(sizes).contiguous(at::MemoryFormat::ChannelsLast);
+  const torch::Tensor dz = torch::randn(sizes);
+  auto bn_a = make_bn(16), bn_b = make_bn(16);
+  auto copy_a = copy_of(bn_a), copy_b = copy_of(bn_b);
+  const AddResult full = run_add(bn_a, bn_b, a, b, dz, true);
+  const torch::Tensor z = nn::batch_norm_add_silu(a, *copy_a, b, *copy_b);  // a and b need no gradient
+  z.backward(dz);
+  CHECK(torch::equal(copy_a->weight.grad(), full.dweight_a));
+  CHECK(torch::equal(copy_b->bias.grad(), full.dbias_b));
+  CHECK(torch::equal(copy_a->bias.grad(), copy_b->bias.grad()));  // both Σdy (one tensor), each bias its own copy
+  CHECK(copy_a->bias.grad().data_ptr() != copy_b->bias.grad().data_ptr());
+
+  CHECK_FALSE(nn::fused_bn_add_silu_applies(a.contiguous(), *bn_a, b.contiguous(), *bn_b));  // NCHW
+  CHECK_FALSE(nn::fused_bn_add_silu_applies(a, *bn_a, b.contiguous(), *bn_b));
+  CHECK_FALSE(nn::fused_bn_add_silu_applies(a, *bn_a, b.to(torch::kBFloat16), *bn_b));
+  CHECK_FALSE(nn::fused_bn_add_silu_applies(a, *bn_a, b.narrow(3, 0, 5).contiguous(at::MemoryFormat::ChannelsLast), *bn_b));
+  bn_b->eval();
+  CHECK_FALSE(nn::fused_bn_add_silu_applies(a, *bn_a, b, *bn_b));
+}
+
+TEST_CASE("every compiled CPU capability's RepConvN-tail kernels agree with the plain ones", "[bn_silu]") {
+  const auto plain = nn::kernels::DEFAULT::kernel_set();
+  for (const nn::kernels::BnSiluShape shape : {nn::kernels::BnSiluShape{37, 40}, nn::kernels::BnSiluShape{301, 21}}) {
+    INFO("rows " << shape.rows << ", channels " << shape.channels);
+    torch::manual_seed(37);
+    const torch::Tensor a = torch::randn({shape.rows, shape.channels}), b = torch::randn({shape.rows, shape.channels}) + 0.4;
+    const torch::Tensor dz = torch::randn({shape.rows, shape.channels + 3});  // rows channels + 3 apart
+    const auto vec = [&](double offset) { return torch::rand({shape.channels}) + offset; };
+    const torch::Tensor scale_a = vec(0.5), scale_b = vec(0.5), shift = vec(-0.5);
+    const torch::Tensor mean_a = vec(-0.5), mean_b = vec(-0.5), invstd_a = vec(0.5), invstd_b = vec(0.5);
+    auto outputs = [&](const nn::kernels::BnSiluKernelSet& set) {
+      torch::Tensor z = torch::empty_like(a), dy = torch::empty_like(a);
+      torch::Tensor sums = torch::empty({3, shape.channels});
+      set.f32.add_apply(a.data_ptr<float>(), b.data_ptr<float>(), z.data_ptr<float>(), shape, scale_a.data_ptr<float>(),
+                        scale_b.data_ptr<float>(), shift.data_ptr<float>());
+      set.f32.add_reduce(a.data_ptr<float>(), b.data_ptr<float>(), dz.data_ptr<float>(), shape.channels + 3,
+                         dy.data_ptr<float>(), shape, scale_a.data_ptr<float>(), scale_b.data_ptr<float>(),
+                         shift.data_ptr<float>(), mean_a.data_ptr<float>(), invstd_a.data_ptr<float>(),
+                         mean_b.data_ptr<float>(), invstd_b.data_ptr<float>(), sums[0].data_ptr<float>(),
+                         sums[1].data_ptr<float>(), sums[2].data_ptr<float>());
+      return std::vector<torch::Tensor>{z, dy, sums};
+    };
+    const auto expected = outputs(plain);
+    // against ATen: y = a scale_a + b scale_b + shift, z = silu(y), dy = dz silu'(y) and its sums
+    const torch::Tensor y = (a * scale_a + b * scale_b + shift).requires_grad_(true);
+    const torch::Tensor silu = torch::silu(y);
+    silu.backward(dz.narrow(1, 0, shape.channels));
+    const torch::Tensor dy = y.grad();
+    CHECK(relative(expected[0], silu) < 1e-5);
+    CHECK(relative(expected[1], dy) < 1e-5);
+    CHECK(relative(expected[2][0], dy.sum(0)) < 1e-4);
+    CHECK(relative(expected[2][1], (dy * (a - mean_a) * invstd_a).sum(0)) < 1e-4);
+    CHECK(relative(expected[2][2], (dy * (b - mean_b) * invstd_b).sum(0)) < 1e-4);
+    for (const auto& set : vectorised_kernel_sets()) {
+      INFO(set.capability);
+      const auto got = outputs(set);
+      for (std::size_t i = 0; i < got.size(); ++i) CHECK(relative(got[i], expected[i]) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("RepConvN in training takes the fused tail where it applies, and gives what its unfused modules give", "[bn_silu]") {
+  for (const auto format : {at::MemoryFormat::ChannelsLast, at::MemoryFormat::Contiguous}) {
+    INFO((format == at::MemoryFormat::ChannelsLast ? "channels-last (fused)" : "NCHW (ATen's ops)"));
+    torch::manual_seed(41);
+    nn::RepConvN block(8, 16), reference(8, 16);
+    {
+      torch::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < block->parameters().size(); ++i) reference->parameters()[i].copy_(block->parameters()[i]);
+    }
+    const torch::Tensor input = torch::randn({2, 8, 9, 7}).contiguous(format);
+    const torch::Tensor dz = torch::randn({2, 16, 9, 7});
+    torch::Tensor x = input.clone(format).requires_grad_(true), xr = input.clone(format).requires_grad_(true);
+    const torch::Tensor z = block->forward(x);
+    nn::set_fused_bn_silu_enabled(false);
+    const torch::Tensor zr = reference->forward(xr);
+    nn::set_fused_bn_silu_enabled(true);
+    z.backward(dz);
+    zr.backward(dz);
+    CHECK(z.is_contiguous(format));
+    // the fused node (or none) is where the graph starts
+    CHECK((z.grad_fn()->name().find("BnAddSilu") != std::string::npos) == (format == at::MemoryFormat::ChannelsLast));
+    CHECK(relative(z, zr) < 1e-5);
+    CHECK(relative(x.grad(), xr.grad()) < 1e-4);
+    const auto params = block->named_parameters(), reference_params = reference->named_parameters();
+    for (const auto& item : params) {
+      INFO(item.key());
+      CHECK(relative(item.value().grad(), reference_params[item.key()].grad()) < 1e-4);
+    }
+    const auto buffers = block->named_buffers(), reference_buffers = reference->named_buffers();
+    for (const auto& item : buffers) {
+      INFO(item.key());
+      CHECK(relative(item.value().to(torch::kDouble), reference_buffers[item.key()].to(torch::kDouble)) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("RepConvN leaves BatchNorms whose statistics are synchronised across processes to the sync", "[bn_silu]") {
+  struct CountingSync : nn::BatchNormSync {
+    int calls = 0;
+    torch::Tensor forward(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) override {
+      ++calls;
+      return bn.forward(x);
+    }
+  };
+  nn::RepConvN block(8, 16);
+  auto sync = std::make_shared<CountingSync>();
+  CHECK(nn::set_batch_norm_sync(*block, sync) == 2);
+  const torch::Tensor z = block->forward(torch::randn({2, 8, 5, 5}).contiguous(at::MemoryFormat::ChannelsLast));
+  CHECK(sync->calls == 2);
+  CHECK(z.grad_fn()->name().find("BnAddSilu") == std::string::npos);
 }
