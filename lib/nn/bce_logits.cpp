@@ -14,33 +14,34 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-kernels::BceLogitsSumFn kernel() {
-  static const kernels::BceLogitsSumFn chosen = [] {
+const kernels::BceLogitsKernels& kernels_here() {
+  static const kernels::BceLogitsKernels chosen = [] {
     switch (cpu_kernels()) {
 #if defined(__x86_64__)
-      case CpuKernels::Avx512: return kernels::AVX512::bce_logits_sum_kernel();
-      case CpuKernels::Avx2: return kernels::AVX2::bce_logits_sum_kernel();
+      case CpuKernels::Avx512: return kernels::AVX512::bce_logits_kernels();
+      case CpuKernels::Avx2: return kernels::AVX2::bce_logits_kernels();
 #endif
-      default: return kernels::DEFAULT::bce_logits_sum_kernel();
+      default: return kernels::DEFAULT::bce_logits_kernels();
     }
   }();
   return chosen;
 }
 
 struct BceLogitsSumFunction : torch::autograd::Function<BceLogitsSumFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& targets, bool need_grad) {
-    at::Tensor grad = need_grad ? at::empty_like(logits, at::MemoryFormat::Contiguous) : at::Tensor();
-    const double sum = kernel()(logits.const_data_ptr<float>(), targets.const_data_ptr<float>(), logits.numel(),
-                                need_grad ? grad.mutable_data_ptr<float>() : nullptr);
-    ctx->save_for_backward({grad});
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& targets) {
+    ctx->save_for_backward({logits, targets});
+    const double sum = kernels_here().sum(logits.const_data_ptr<float>(), targets.const_data_ptr<float>(), logits.numel());
     return at::scalar_tensor(sum, logits.options());
   }
 
+  // The gradient from the saved inputs, scaled by the upstream one as it is written: one pass.
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const at::Tensor grad = ctx->get_saved_variables()[0];
-    TORCH_CHECK(grad.defined(), "bce_with_logits_sum: backward through a forward that kept no gradient");
-    // out of place: the graph may be run backward again (retain_graph)
-    return {grad * grads[0], at::Tensor(), at::Tensor()};
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &logits = saved[0], &targets = saved[1];
+    at::Tensor grad = at::empty_like(logits, at::MemoryFormat::Contiguous);
+    kernels_here().grad(logits.const_data_ptr<float>(), targets.const_data_ptr<float>(), logits.numel(),
+                        grads[0].item<float>(), grad.mutable_data_ptr<float>());
+    return {grad, at::Tensor()};
   }
 };
 
@@ -57,8 +58,7 @@ at::Tensor bce_with_logits_sum(const at::Tensor& logits, const at::Tensor& targe
     return at::binary_cross_entropy_with_logits(logits, targets, {}, {}, at::Reduction::Sum);
   }
   RECORD_FUNCTION("libreyolo::bce_with_logits_sum", std::vector<c10::IValue>{});  // listed by the profiler as ATen's ops are
-  const bool need_grad = at::GradMode::is_enabled() && logits.requires_grad();
-  return BceLogitsSumFunction::apply(logits, targets, need_grad);
+  return BceLogitsSumFunction::apply(logits, targets);
 }
 
 }  // namespace libreyolo::nn

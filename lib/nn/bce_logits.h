@@ -1,9 +1,9 @@
 // Binary cross-entropy with logits, summed over every value: YOLOv9's classification loss
-// (8 x 8,400 x 80 values per 640 batch of 8). On the CPU, for contiguous float logits and
-// targets of one shape and targets that need no gradient, one kernel (nn/bce_logits_kernel.h) reads
-// each value once for both the loss and its gradient, which the backward only scales: ATen's
-// binary_cross_entropy_with_logits(reduction none) then sum() took about eight passes over them,
-// and another three in its backward. Anything else runs ATen's ops (a GPU keeps static-shape ATen ops
+// (8 x 8,400 x 80 values per 640 batch of 8). On the CPU, for contiguous float logits and targets of
+// one shape and targets that need no gradient, one kernel pass (nn/bce_logits_kernel.h) sums the
+// loss and, in the backward, one writes its gradient already scaled: ATen's
+// binary_cross_entropy_with_logits(reduction none) then sum() took about eight passes over the
+// values, and its backward three. Anything else runs ATen's ops (a GPU keeps static-shape ATen ops
 // that a CUDA graph captures).
 #pragma once
 

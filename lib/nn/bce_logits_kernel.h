@@ -7,12 +7,18 @@
 namespace libreyolo::nn::kernels {
 
 // Σ over the n values of the loss softplus(x) - x t = max(x, 0) - x t + log1p(exp(-|x|)) (float
-// per value, float sums flushed to double every few thousand values); where `grad` is not null, also
-// its derivative in x there, grad[i] = sigmoid(x[i]) - t[i]: one pass over x and t for both.
-using BceLogitsSumFn = double (*)(const float* x, const float* t, std::int64_t n, float* grad);
+// per value, float sums flushed to double every few thousand values).
+using BceLogitsSumFn = double (*)(const float* x, const float* t, std::int64_t n);
+// Its gradient in x, scaled: grad[i] = scale (sigmoid(x[i]) - t[i]).
+using BceLogitsGradFn = void (*)(const float* x, const float* t, std::int64_t n, float scale, float* grad);
 
-namespace DEFAULT { BceLogitsSumFn bce_logits_sum_kernel(); }
-namespace AVX2 { BceLogitsSumFn bce_logits_sum_kernel(); }
-namespace AVX512 { BceLogitsSumFn bce_logits_sum_kernel(); }
+struct BceLogitsKernels {
+  BceLogitsSumFn sum;
+  BceLogitsGradFn grad;
+};
+
+namespace DEFAULT { BceLogitsKernels bce_logits_kernels(); }
+namespace AVX2 { BceLogitsKernels bce_logits_kernels(); }
+namespace AVX512 { BceLogitsKernels bce_logits_kernels(); }
 
 }  // namespace libreyolo::nn::kernels
