@@ -2,8 +2,7 @@
 // forward and backward, fused (nn/bn_silu.h) against ATen's two ops, on channels-last (YOLOv9) or
 // NCHW (YOLOX on the CPU) activations of the sizes YOLOv9-t has at batch 8 and imgsz 320 (and one
 // at 640). JSON lines; median of `repeat` timings of `iterations` forward+backward passes each.
-// form=add times YOLOv9's RepConvN tail instead, silu(bn(a) + bn(b)) (channels-last only).
-//   OMP_NUM_THREADS=2 bench/bn_silu [dtype=bfloat16|float32] [layout=channels_last|nchw] [form=single|add] [iterations=20] [repeat=5]
+//   OMP_NUM_THREADS=2 bench/bn_silu [dtype=bfloat16|float32] [layout=channels_last|nchw] [iterations=20] [repeat=5]
 #include "median.h"
 #include "nn/bn_silu.h"
 
@@ -28,21 +27,12 @@ struct Times {
   double forward_ms = 0, backward_ms = 0;
 };
 
-// `iterations` forward+backward passes of the tail (its inputs: the activation, and for form=add a
-// second one), fused or ATen's ops.
-Times time_ms(torch::nn::BatchNorm2d& bn, torch::nn::BatchNorm2d& second_bn, const torch::Tensor& input,
-              const torch::Tensor& second, const torch::Tensor& dz, bool fused, int iterations) {
+Times time_ms(torch::nn::BatchNorm2d& bn, const torch::Tensor& input, const torch::Tensor& dz, bool fused, int iterations) {
   Times t;
   for (int i = 0; i < iterations; ++i) {
     torch::Tensor x = input.detach().requires_grad_(true);
-    torch::Tensor y = second.defined() ? second.detach().requires_grad_(true) : torch::Tensor();
     const auto start = Clock::now();
-    torch::Tensor z;
-    if (y.defined()) {
-      z = fused ? nn::batch_norm_add_silu(x, *bn, y, *second_bn) : torch::silu(bn(x) + second_bn(y));
-    } else {
-      z = fused ? nn::batch_norm_silu(x, *bn) : torch::silu(bn(x));
-    }
+    torch::Tensor z = fused ? nn::batch_norm_silu(x, *bn) : torch::silu(bn(x));
     const auto middle = Clock::now();
     z.backward(dz);
     t.forward_ms += std::chrono::duration<double, std::milli>(middle - start).count() / iterations;
@@ -54,14 +44,12 @@ Times time_ms(torch::nn::BatchNorm2d& bn, torch::nn::BatchNorm2d& second_bn, con
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> args{{"dtype", "bfloat16"}, {"layout", "channels_last"}, {"form", "single"}, {"iterations", "20"}, {"repeat", "5"}};
+  std::map<std::string, std::string> args{{"dtype", "bfloat16"}, {"layout", "channels_last"}, {"iterations", "20"}, {"repeat", "5"}};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto eq = arg.find('=');
     if (eq == std::string::npos || !args.count(arg.substr(0, eq))) {
-      fmt::print(stderr,
-                 "usage: bn_silu [dtype=bfloat16|float32] [layout=channels_last|nchw] [form=single|add] [iterations=20] "
-                 "[repeat=5]\n");
+      fmt::print(stderr, "usage: bn_silu [dtype=bfloat16|float32] [layout=channels_last|nchw] [iterations=20] [repeat=5]\n");
       return 2;
     }
     args[arg.substr(0, eq)] = arg.substr(eq + 1);
@@ -69,15 +57,6 @@ int main(int argc, char** argv) {
   const auto dtype = args["dtype"] == "float32" ? torch::kFloat : torch::kBFloat16;
   if (args["layout"] != "channels_last" && args["layout"] != "nchw") {
     fmt::print(stderr, "bn_silu: layout must be channels_last or nchw, not {}\n", args["layout"]);
-    return 2;
-  }
-  if (args["form"] != "single" && args["form"] != "add") {
-    fmt::print(stderr, "bn_silu: form must be single or add, not {}\n", args["form"]);
-    return 2;
-  }
-  const bool add = args["form"] == "add";
-  if (add && args["layout"] == "nchw") {
-    fmt::print(stderr, "bn_silu: form=add is channels-last only (YOLOv9's RepConvN; layout=channels_last)\n");
     return 2;
   }
   const auto format = args["layout"] == "nchw" ? at::MemoryFormat::Contiguous : at::MemoryFormat::ChannelsLast;
@@ -88,15 +67,13 @@ int main(int argc, char** argv) {
     torch::manual_seed(0);
     const torch::Tensor x = torch::randn(sizes).to(dtype).contiguous(format);
     const torch::Tensor dz = torch::randn(sizes).to(dtype).contiguous(format);
-    const torch::Tensor second = add ? torch::randn(sizes).to(dtype).contiguous(format) : torch::Tensor();
-    const auto options = torch::nn::BatchNorm2dOptions(sizes[1]).eps(1e-3).momentum(0.03);
-    torch::nn::BatchNorm2d bn(options), second_bn(options);
+    torch::nn::BatchNorm2d bn(torch::nn::BatchNorm2dOptions(sizes[1]).eps(1e-3).momentum(0.03));
     std::vector<double> fused_fwd, fused_bwd, aten_fwd, aten_bwd;
-    time_ms(bn, second_bn, x, second, dz, true, 2);
-    time_ms(bn, second_bn, x, second, dz, false, 2);
+    time_ms(bn, x, dz, true, 2);
+    time_ms(bn, x, dz, false, 2);
     for (int r = 0; r < repeat; ++r) {  // interleaved
-      const Times f = time_ms(bn, second_bn, x, second, dz, true, iterations);
-      const Times a = time_ms(bn, second_bn, x, second, dz, false, iterations);
+      const Times f = time_ms(bn, x, dz, true, iterations);
+      const Times a = time_ms(bn, x, dz, false, iterations);
       fused_fwd.push_back(f.forward_ms);
       fused_bwd.push_back(f.backward_ms);
       aten_fwd.push_back(a.forward_ms);
@@ -106,7 +83,6 @@ int main(int argc, char** argv) {
     nlohmann::json row{{"shape", sizes},
                        {"dtype", args["dtype"]},
                        {"layout", args["layout"]},
-                       {"form", args["form"]},
                        {"threads", at::get_num_threads()},
                        {"kernels", nn::bn_silu_capability()},
                        {"fused_forward_ms", median(fused_fwd)},

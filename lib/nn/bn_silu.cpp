@@ -62,40 +62,6 @@ void dispatch(const torch::Tensor& x, const Call& call) {
   }
 }
 
-// As BatchNorm2d's forward: running = (1 - factor) running + factor batch, the variance unbiased.
-void update_running_statistics(torch::Tensor& running_mean, torch::Tensor& running_var, const torch::Tensor& mean,
-                               const torch::Tensor& variance, std::int64_t rows, double factor) {
-  float *rm = running_mean.mutable_data_ptr<float>(), *rv = running_var.mutable_data_ptr<float>();
-  const float *m = mean.const_data_ptr<float>(), *v = variance.const_data_ptr<float>();
-  const double unbiased = static_cast<double>(rows) / static_cast<double>(rows - 1);
-  const float keep = static_cast<float>(1.0 - factor), weigh = static_cast<float>(factor);
-  const float weigh_var = static_cast<float>(factor * unbiased);
-  for (std::int64_t c = 0; c < mean.numel(); ++c) {
-    rm[c] = rm[c] * keep + m[c] * weigh;
-    rv[c] = rv[c] * keep + v[c] * weigh_var;
-  }
-}
-
-// Counts this batch in `bn` (num_batches_tracked, as BatchNorm2d's forward does) and returns the
-// weight of the batch statistics in the running ones: the momentum, or 1 / batches without one.
-double count_batch(torch::nn::BatchNorm2dImpl& bn) {
-  torch::NoGradGuard no_grad;
-  bn.num_batches_tracked.add_(1);
-  return bn.options.momentum().has_value() ? *bn.options.momentum()
-                                           : 1.0 / static_cast<double>(bn.num_batches_tracked.item<std::int64_t>());
-}
-
-// The gradient dz of a channels-last output, read in place where its rows are evenly spaced
-// (a channel slice of a wider tensor included); returns the row stride.
-std::int64_t channels_last_gradient(torch::Tensor& dz) {
-  std::int64_t row_stride = channels_last_row_stride(dz);
-  if (row_stride == 0) {
-    dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
-    row_stride = dz.size(1);
-  }
-  return row_stride;
-}
-
 struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
   // running_mean and running_var are updated in place; `factor` weighs this batch into them.
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
@@ -128,7 +94,14 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
       for (std::int64_t c = 0; c < shape.channels; ++c) kernels::fold_channel(m[c], v[c], w[c], b[c], epsilon, is[c], sc[c], sh[c]);
       kernels.apply(x.const_data_ptr<T>(), z.mutable_data_ptr<T>(), shape, sc, sh);
     });
-    update_running_statistics(running_mean, running_var, mean, variance, shape.rows, factor);
+    float *rm = running_mean.mutable_data_ptr<float>(), *rv = running_var.mutable_data_ptr<float>();
+    const double unbiased = static_cast<double>(shape.rows) / static_cast<double>(shape.rows - 1);
+    const float keep = static_cast<float>(1.0 - factor), weigh = static_cast<float>(factor);
+    const float weigh_var = static_cast<float>(factor * unbiased);
+    for (std::int64_t c = 0; c < shape.channels; ++c) {
+      rm[c] = rm[c] * keep + m[c] * weigh;
+      rv[c] = rv[c] * keep + v[c] * weigh_var;
+    }
     ctx->save_for_backward({x, weight, mean, invstd, scale, shift});
     return z;
   }
@@ -159,15 +132,19 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
                                 gamma.const_data_ptr<float>(), sdy, sdx);
       });
     } else {
-      const std::int64_t dz_row_stride = channels_last_gradient(dz);
+      std::int64_t dz_row_stride = channels_last_row_stride(dz);
+      if (dz_row_stride == 0) {
+        dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
+        dz_row_stride = dz.size(1);
+      }
       dispatch(x, [&](const auto& kernels, auto* type) {
         using T = std::remove_pointer_t<decltype(type)>;
         dx = torch::empty_like(x, at::MemoryFormat::ChannelsLast);  // holds dy, then dx
         kernels.reduce(x.const_data_ptr<T>(), dz.const_data_ptr<T>(), dz_row_stride, dx.mutable_data_ptr<T>(), shape,
                        sc, sh, m, is, sdy, sdx);
         if (ctx->needs_input_grad(0)) {
-          kernels.input_grad(x.const_data_ptr<T>(), dx.const_data_ptr<T>(), dx.mutable_data_ptr<T>(), shape, m, is,
-                             gamma.const_data_ptr<float>(), sdy, sdx);
+          kernels.input_grad(x.const_data_ptr<T>(), dx.mutable_data_ptr<T>(), shape, m, is, gamma.const_data_ptr<float>(),
+                             sdy, sdx);
         } else {
           dx = torch::Tensor();
         }
@@ -176,93 +153,6 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
     torch::Tensor grad_weight = ctx->needs_input_grad(1) ? sum_dy_xhat : torch::Tensor();
     torch::Tensor grad_bias = ctx->needs_input_grad(2) ? sum_dy : torch::Tensor();
     return {dx, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
-  }
-};
-
-// silu(bn_a(a) + bn_b(b)), channels-last: YOLOv9's RepConvN. One node for two BatchNorms, the add
-// and the SiLU; its outputs and gradients as those four ops' (the kernels: nn/bn_silu_kernel.h).
-struct BnAddSiluFunction : torch::autograd::Function<BnAddSiluFunction> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& a, const torch::Tensor& b,
-                               const torch::Tensor& weight_a, const torch::Tensor& bias_a, torch::Tensor running_mean_a,
-                               torch::Tensor running_var_a, const torch::Tensor& weight_b, const torch::Tensor& bias_b,
-                               torch::Tensor running_mean_b, torch::Tensor running_var_b, double factor_a,
-                               double factor_b, double eps_a, double eps_b) {
-    const kernels::BnSiluShape shape = shape_of(a);
-    const auto per_channel = [&] { return torch::empty({shape.channels}, a.options().dtype(torch::kFloat)); };
-    torch::Tensor mean_a = per_channel(), variance_a = per_channel(), invstd_a = per_channel(), scale_a = per_channel();
-    torch::Tensor mean_b = per_channel(), variance_b = per_channel(), invstd_b = per_channel(), scale_b = per_channel();
-    torch::Tensor shift = per_channel();
-    torch::Tensor z = torch::empty_like(a, at::MemoryFormat::ChannelsLast);
-    dispatch(a, [&](const auto& kernels, auto* type) {
-      using T = std::remove_pointer_t<decltype(type)>;
-      kernels.stats(a.const_data_ptr<T>(), shape, mean_a.mutable_data_ptr<float>(), variance_a.mutable_data_ptr<float>());
-      kernels.stats(b.const_data_ptr<T>(), shape, mean_b.mutable_data_ptr<float>(), variance_b.mutable_data_ptr<float>());
-      const float *ma = mean_a.const_data_ptr<float>(), *va = variance_a.const_data_ptr<float>();
-      const float *mb = mean_b.const_data_ptr<float>(), *vb = variance_b.const_data_ptr<float>();
-      const float *wa = weight_a.const_data_ptr<float>(), *ba = bias_a.const_data_ptr<float>();
-      const float *wb = weight_b.const_data_ptr<float>(), *bb = bias_b.const_data_ptr<float>();
-      float *ia = invstd_a.mutable_data_ptr<float>(), *sa = scale_a.mutable_data_ptr<float>();
-      float *ib = invstd_b.mutable_data_ptr<float>(), *sb = scale_b.mutable_data_ptr<float>();
-      float* sh = shift.mutable_data_ptr<float>();
-      for (std::int64_t c = 0; c < shape.channels; ++c) {
-        float shift_a = 0.0f, shift_b = 0.0f;
-        kernels::fold_channel(ma[c], va[c], wa[c], ba[c], static_cast<float>(eps_a), ia[c], sa[c], shift_a);
-        kernels::fold_channel(mb[c], vb[c], wb[c], bb[c], static_cast<float>(eps_b), ib[c], sb[c], shift_b);
-        sh[c] = shift_a + shift_b;
-      }
-      kernels.add_apply(a.const_data_ptr<T>(), b.const_data_ptr<T>(), z.mutable_data_ptr<T>(), shape, sa, sb, sh);
-    });
-    update_running_statistics(running_mean_a, running_var_a, mean_a, variance_a, shape.rows, factor_a);
-    update_running_statistics(running_mean_b, running_var_b, mean_b, variance_b, shape.rows, factor_b);
-    ctx->save_for_backward({a, b, weight_a, weight_b, mean_a, invstd_a, mean_b, invstd_b, scale_a, scale_b, shift});
-    return z;
-  }
-
-  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &a = saved[0], &b = saved[1], &gamma_a = saved[2], &gamma_b = saved[3];
-    const auto floats = [&](std::size_t i) { return saved[i].const_data_ptr<float>(); };
-    const float *mean_a = floats(4), *invstd_a = floats(5), *mean_b = floats(6), *invstd_b = floats(7);
-    torch::Tensor dz = grads[0].scalar_type() == a.scalar_type() ? grads[0] : grads[0].to(a.scalar_type());
-    const std::int64_t dz_row_stride = channels_last_gradient(dz);
-    const kernels::BnSiluShape shape = shape_of(a);
-    const auto per_channel = [&] { return torch::empty({shape.channels}, a.options().dtype(torch::kFloat)); };
-    torch::Tensor sum_dy = per_channel(), sum_dy_xhat_a = per_channel(), sum_dy_xhat_b = per_channel();
-    torch::Tensor dy = torch::empty_like(a, at::MemoryFormat::ChannelsLast), da, db;
-    dispatch(a, [&](const auto& kernels, auto* type) {
-      using T = std::remove_pointer_t<decltype(type)>;
-      const float* sdy = sum_dy.const_data_ptr<float>();
-      kernels.add_reduce(a.const_data_ptr<T>(), b.const_data_ptr<T>(), dz.const_data_ptr<T>(), dz_row_stride,
-                         dy.mutable_data_ptr<T>(), shape, floats(8), floats(9), floats(10), mean_a, invstd_a, mean_b,
-                         invstd_b, sum_dy.mutable_data_ptr<float>(), sum_dy_xhat_a.mutable_data_ptr<float>(),
-                         sum_dy_xhat_b.mutable_data_ptr<float>());
-      if (ctx->needs_input_grad(1)) {
-        db = torch::empty_like(b, at::MemoryFormat::ChannelsLast);
-        kernels.input_grad(b.const_data_ptr<T>(), dy.const_data_ptr<T>(), db.mutable_data_ptr<T>(), shape, mean_b,
-                           invstd_b, gamma_b.const_data_ptr<float>(), sdy, sum_dy_xhat_b.const_data_ptr<float>());
-      }
-      if (ctx->needs_input_grad(0)) {  // last: in place over dy
-        kernels.input_grad(a.const_data_ptr<T>(), dy.const_data_ptr<T>(), dy.mutable_data_ptr<T>(), shape, mean_a,
-                           invstd_a, gamma_a.const_data_ptr<float>(), sdy, sum_dy_xhat_a.const_data_ptr<float>());
-        da = dy;
-      }
-    });
-    const auto if_needed = [&](std::size_t i, const torch::Tensor& grad) { return ctx->needs_input_grad(i) ? grad : torch::Tensor(); };
-    // Both biases' gradient is Σdy, one tensor: AccumulateGrad copies a gradient it does not hold alone.
-    return {da,
-            db,
-            if_needed(2, sum_dy_xhat_a),
-            if_needed(3, sum_dy),
-            torch::Tensor(),
-            torch::Tensor(),
-            if_needed(6, sum_dy_xhat_b),
-            if_needed(7, sum_dy),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor()};
   }
 };
 
@@ -281,24 +171,14 @@ bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dI
 
 torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) {
   RECORD_FUNCTION("libreyolo::batch_norm_silu", std::vector<c10::IValue>{});  // listed by the profiler as ATen's ops are
-  const double factor = count_batch(bn);
+  double factor = 0.0;
+  {
+    torch::NoGradGuard no_grad;
+    bn.num_batches_tracked.add_(1);  // as BatchNorm2d's forward
+    factor = bn.options.momentum().has_value() ? *bn.options.momentum()
+                                               : 1.0 / static_cast<double>(bn.num_batches_tracked.item<std::int64_t>());
+  }
   return BnSiluFunction::apply(x, bn.weight, bn.bias, bn.running_mean, bn.running_var, factor, bn.options.eps());
-}
-
-bool fused_bn_add_silu_applies(const torch::Tensor& a, const torch::nn::BatchNorm2dImpl& bn_a, const torch::Tensor& b,
-                               const torch::nn::BatchNorm2dImpl& bn_b) {
-  return fused_bn_silu_applies(a, bn_a) && fused_bn_silu_applies(b, bn_b) && a.sizes() == b.sizes() &&
-         a.scalar_type() == b.scalar_type() && a.is_contiguous(at::MemoryFormat::ChannelsLast) &&
-         b.is_contiguous(at::MemoryFormat::ChannelsLast);
-}
-
-torch::Tensor batch_norm_add_silu(const torch::Tensor& a, torch::nn::BatchNorm2dImpl& bn_a, const torch::Tensor& b,
-                                  torch::nn::BatchNorm2dImpl& bn_b) {
-  RECORD_FUNCTION("libreyolo::batch_norm_add_silu", std::vector<c10::IValue>{});
-  const double factor_a = count_batch(bn_a), factor_b = count_batch(bn_b);
-  return BnAddSiluFunction::apply(a, b, bn_a.weight, bn_a.bias, bn_a.running_mean, bn_a.running_var, bn_b.weight, bn_b.bias,
-                                  bn_b.running_mean, bn_b.running_var, factor_a, factor_b, bn_a.options.eps(),
-                                  bn_b.options.eps());
 }
 
 bool fused_bn_silu_enabled() { return enabled_flag().load(std::memory_order_relaxed); }

@@ -5,9 +5,7 @@
 //  - backward: one pass for Σdy and Σdy·x̂ (dy = dz·silu'(y), y recomputed), one for dx;
 //  - float and bfloat16 (autocast's convolution output), channels-last or NCHW (YOLOX trains NCHW on
 //    the CPU, where its convolutions are faster), with AVX-512, AVX2 or plain kernels
-//    (nn/bn_silu_kernel.h) picked as ATen picks its own (ATEN_CPU_CAPABILITY, nn/cpu_kernels.h).
-// YOLOv9's RepConvN has a two-branch tail, silu(bn(a) + bn(b)) (108 BatchNorms per YOLOv9-t step):
-// batch_norm_add_silu() fuses it the same way, channels-last only.
+//    (nn/bn_silu_kernel.h) picked as ATen picks its own (ATEN_CPU_CAPABILITY).
 // The running statistics and num_batches_tracked change as BatchNorm2d's forward changes them.
 // Anything else (a GPU, another layout or dtype, eval mode) keeps the unfused ops.
 #pragma once
@@ -27,15 +25,7 @@ bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dI
 // silu(bn(x)) for `bn` in training mode, fused. Call only where fused_bn_silu_applies().
 torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn);
 
-// silu(bn_a(a) + bn_b(b)), both BatchNorms in training mode, fused (YOLOv9's RepConvN: a 3x3 and
-// a 1x1 convolution of one input): where each of a and b could take batch_norm_silu(), both are
-// channels-last, of one shape and dtype.
-bool fused_bn_add_silu_applies(const torch::Tensor& a, const torch::nn::BatchNorm2dImpl& bn_a, const torch::Tensor& b,
-                               const torch::nn::BatchNorm2dImpl& bn_b);
-torch::Tensor batch_norm_add_silu(const torch::Tensor& a, torch::nn::BatchNorm2dImpl& bn_a, const torch::Tensor& b,
-                                  torch::nn::BatchNorm2dImpl& bn_b);
-
-// On unless LIBREYOLO_FUSED_BN_SILU=0 (both fused forms); benchmarks switch it to compare against ATen's two ops.
+// On unless LIBREYOLO_FUSED_BN_SILU=0; benchmarks switch it to compare against ATen's two ops.
 bool fused_bn_silu_enabled();
 void set_fused_bn_silu_enabled(bool enabled);
 

@@ -306,8 +306,8 @@ void reduce(const T* x, const T* dz, std::int64_t dz_row_stride, T* dy_out, BnSi
 }
 
 template <typename T>
-void input_grad(const T* x, const T* dy, T* dx, BnSiluShape shape, const float* mean, const float* invstd,
-                const float* gamma, const float* sum_dy, const float* sum_dy_xhat) {
+void input_grad(const T* x, T* dy, BnSiluShape shape, const float* mean, const float* invstd, const float* gamma,
+                const float* sum_dy, const float* sum_dy_xhat) {
   const std::int64_t C = shape.channels;
   const float inv_rows = 1.0f / static_cast<float>(shape.rows);
   // dx = k (dy - mean_dy - xhat mean_dy_xhat), k = gamma invstd
@@ -327,110 +327,13 @@ void input_grad(const T* x, const T* dy, T* dx, BnSiluShape shape, const float* 
         Vec xa, xb, ga, gb;
         load2(x + i, xa, xb);
         load2(dy + i, ga, gb);
-        store2(dx + i, grad_of(xa, ga, c), grad_of(xb, gb, c + kLanes));
+        store2(dy + i, grad_of(xa, ga, c), grad_of(xb, gb, c + kLanes));
       },
-      [&](std::int64_t i, std::int64_t c) { store1(dx + i, grad_of(load(x + i), load(dy + i), c)); },
+      [&](std::int64_t i, std::int64_t c) { store1(dy + i, grad_of(load(x + i), load(dy + i), c)); },
       [&](std::int64_t i, std::int64_t c) {
         const float xhat = (static_cast<float>(x[i]) - mean[c]) * invstd[c];
-        dx[i] = static_cast<T>(k[c] * (static_cast<float>(dy[i]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
+        dy[i] = static_cast<T>(k[c] * (static_cast<float>(dy[i]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
       });
-}
-
-// Two BatchNorms' outputs summed, then SiLU (BnAddSiluApplyFn): y = a scale_a + b scale_b + shift.
-template <typename T>
-void add_apply(const T* a, const T* b, T* z, BnSiluShape shape, const float* scale_a, const float* scale_b,
-               const float* shift) {
-  auto silu_of = [&](const Vec& va, const Vec& vb, std::int64_t c) {
-    const Vec y = at::vec::fmadd(va, load(scale_a + c), at::vec::fmadd(vb, load(scale_b + c), load(shift + c)));
-    return y * sigmoid(y);
-  };
-  map_rows<T>(
-      shape,
-      [&](std::int64_t i, std::int64_t c) {
-        Vec a0, a1, b0, b1;
-        load2(a + i, a0, a1);
-        load2(b + i, b0, b1);
-        store2(z + i, silu_of(a0, b0, c), silu_of(a1, b1, c + kLanes));
-      },
-      [&](std::int64_t i, std::int64_t c) { store1(z + i, silu_of(load(a + i), load(b + i), c)); },
-      [&](std::int64_t i, std::int64_t c) {
-        const float y = static_cast<float>(a[i]) * scale_a[c] + (static_cast<float>(b[i]) * scale_b[c] + shift[c]);
-        z[i] = static_cast<T>(y * sigmoid(y));
-      });
-}
-
-// BnAddSiluReduceFn: reduce()'s pass for the two-BatchNorm form, dy shared by both.
-template <typename T>
-void add_reduce(const T* a, const T* b, const T* dz, std::int64_t dz_row_stride, T* dy_out, BnSiluShape shape,
-                const float* scale_a, const float* scale_b, const float* shift, const float* mean_a,
-                const float* invstd_a, const float* mean_b, const float* invstd_b, float* sum_dy, float* sum_dy_xhat_a,
-                float* sum_dy_xhat_b) {
-  const std::int64_t C = shape.channels;
-  constexpr bool kFloat = std::is_same_v<T, float>;
-  const std::int64_t tile_size = tile_rows(C) * C;
-  std::vector<float> scratch(kFloat ? 0 : static_cast<std::size_t>(at::get_num_threads()) * tile_size);
-  const auto tile_dy = [&](const Tile& tile, std::int64_t r) -> float* {
-    if constexpr (kFloat) {
-      return dy_out + r * C;
-    } else {
-      return scratch.data() + tile.thread * tile_size + (r - tile.begin) * C;
-    }
-  };
-  const auto pre = [&](const Vec& va, const Vec& vb, std::int64_t c) {
-    return at::vec::fmadd(va, load(scale_a + c), at::vec::fmadd(vb, load(scale_b + c), load(shift + c)));
-  };
-  const auto prepare = [&](const Tile& tile) {
-    for (std::int64_t r = tile.begin; r < tile.end; ++r) {
-      const T *ar = a + r * C, *br = b + r * C, *dzr = dz + r * dz_row_stride;
-      T* out = dy_out + r * C;
-      float* unrounded = tile_dy(tile, r);
-      over_span(
-          C,
-          [&](std::int64_t c) {
-            Vec a0, a1, b0, b1, d0, d1;
-            load2(ar + c, a0, a1);
-            load2(br + c, b0, b1);
-            load2(dzr + c, d0, d1);
-            const Vec dy0 = silu_grad(d0, pre(a0, b0, c)), dy1 = silu_grad(d1, pre(a1, b1, c + kLanes));
-            store2(out + c, dy0, dy1);
-            if constexpr (!kFloat) {
-              dy0.store(unrounded + c);
-              dy1.store(unrounded + c + kLanes);
-            }
-          },
-          [&](std::int64_t c) {
-            const Vec dy = silu_grad(load(dzr + c), pre(load(ar + c), load(br + c), c));
-            store1(out + c, dy);
-            if constexpr (!kFloat) dy.store(unrounded + c);
-          },
-          [&](std::int64_t c) {
-            const float y = static_cast<float>(ar[c]) * scale_a[c] + (static_cast<float>(br[c]) * scale_b[c] + shift[c]);
-            const float dy = silu_grad(static_cast<float>(dzr[c]), y);
-            out[c] = static_cast<T>(dy);
-            unrounded[c] = dy;
-          });
-    }
-  };
-  const auto sums = reduce_columns<3>(
-      shape,
-      [&](const Tile& tile, std::int64_t r, std::int64_t c, auto* terms) {
-        const float* dy = tile_dy(tile, r) + c;
-        const std::int64_t i = r * C + c;
-        if constexpr (std::is_same_v<std::remove_pointer_t<decltype(terms)>, Vec>) {
-          const Vec d = load(dy);
-          terms[0] = d;
-          terms[1] = d * ((load(a + i) - load(mean_a + c)) * load(invstd_a + c));
-          terms[2] = d * ((load(b + i) - load(mean_b + c)) * load(invstd_b + c));
-        } else {
-          terms[0] = *dy;
-          terms[1] = *dy * ((static_cast<float>(a[i]) - mean_a[c]) * invstd_a[c]);
-          terms[2] = *dy * ((static_cast<float>(b[i]) - mean_b[c]) * invstd_b[c]);
-        }
-      },
-      prepare);
-  std::copy(sums.begin(), sums.begin() + C, sum_dy);
-  std::copy(sums.begin() + C, sums.begin() + 2 * C, sum_dy_xhat_a);
-  std::copy(sums.begin() + 2 * C, sums.end(), sum_dy_xhat_b);
 }
 
 // NCHW planes (BnSiluPlanes), one channel at a time: a task takes whole channels, about 32k values.
@@ -593,8 +496,7 @@ void planar_backward(const T* x, const T* dz, std::int64_t dz_batch_stride, std:
 
 template <typename T>
 BnSiluKernels<T> kernels_for() {
-  return {&stats<T>,          &apply<T>,           &reduce<T>,     &input_grad<T>,
-          &planar_forward<T>, &planar_backward<T>, &add_apply<T>, &add_reduce<T>};
+  return {&stats<T>, &apply<T>, &reduce<T>, &input_grad<T>, &planar_forward<T>, &planar_backward<T>};
 }
 
 #define LIBREYOLO_STRINGIFY2(x) #x

@@ -31,25 +31,10 @@ template <typename T>
 using BnSiluReduceFn = void (*)(const T* x, const T* dz, std::int64_t dz_row_stride, T* dy, BnSiluShape shape,
                                const float* scale, const float* shift, const float* mean, const float* invstd,
                                float* sum_dy, float* sum_dy_xhat);
-// Pass 2: dx = gamma invstd (dy - sum_dy / rows - xhat sum_dy_xhat / rows); dx may be dy (in place).
+// Pass 2, in place: dy becomes dx = gamma invstd (dy - sum_dy / rows - xhat sum_dy_xhat / rows).
 template <typename T>
-using BnSiluInputGradFn = void (*)(const T* x, const T* dy, T* dx, BnSiluShape shape, const float* mean,
-                                  const float* invstd, const float* gamma, const float* sum_dy, const float* sum_dy_xhat);
-
-// Two BatchNorms summed, then SiLU, channels-last: YOLOv9's RepConvN (a 3x3 and a 1x1 convolution of
-// one input, each with its BatchNorm). Their statistics come from `stats` each, and folded
-// (fold_channel) to scale_a, scale_b and shift = shift_a + shift_b:
-// z = silu(a scale_a + b scale_b + shift).
-template <typename T>
-using BnAddSiluApplyFn = void (*)(const T* a, const T* b, T* z, BnSiluShape shape, const float* scale_a,
-                                  const float* scale_b, const float* shift);
-// Backward, pass 1, as BnSiluReduceFn's with one dy for both: dy = dz silu'(y) written to `dy`;
-// sum_dy = Σ dy, sum_dy_xhat_a = Σ dy x̂_a, sum_dy_xhat_b = Σ dy x̂_b. Pass 2 is input_grad for each input.
-template <typename T>
-using BnAddSiluReduceFn = void (*)(const T* a, const T* b, const T* dz, std::int64_t dz_row_stride, T* dy,
-                                   BnSiluShape shape, const float* scale_a, const float* scale_b, const float* shift,
-                                   const float* mean_a, const float* invstd_a, const float* mean_b,
-                                   const float* invstd_b, float* sum_dy, float* sum_dy_xhat_a, float* sum_dy_xhat_b);
+using BnSiluInputGradFn = void (*)(const T* x, T* dy_to_dx, BnSiluShape shape, const float* mean, const float* invstd,
+                                  const float* gamma, const float* sum_dy, const float* sum_dy_xhat);
 
 // NCHW: each of the `channels` has `batch` planes of `plane` contiguous values, one after another
 // as in a contiguous tensor. These kernels take one channel at a time, its planes both passes:
@@ -94,8 +79,6 @@ struct BnSiluKernels {
   BnSiluInputGradFn<T> input_grad;
   BnSiluPlanarForwardFn<T> planar_forward;
   BnSiluPlanarBackwardFn<T> planar_backward;
-  BnAddSiluApplyFn<T> add_apply;
-  BnAddSiluReduceFn<T> add_reduce;
 };
 
 struct BnSiluKernelSet {

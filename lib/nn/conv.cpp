@@ -25,19 +25,11 @@ BaseConvImpl::BaseConvImpl(int in_channels, int out_channels, int kernel, int st
 }
 
 torch::Tensor BaseConvImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor y = conv_(x);
-  torch::nn::BatchNorm2dImpl* bn = local_batch_norm();
-  if (activation_ && bn != nullptr && fused_bn_silu_applies(y, *bn)) return batch_norm_silu(y, *bn);
-  return activation_ ? torch::silu(normalise(y)) : normalise(y);
-}
-
-torch::Tensor BaseConvImpl::normalise(const torch::Tensor& y) {
-  if (!bn_) return y;
-  return sync_ && bn_->is_training() ? sync_->forward(y, *bn_) : bn_(y);
-}
-
-torch::nn::BatchNorm2dImpl* BaseConvImpl::local_batch_norm() {
-  return bn_ && !(sync_ && bn_->is_training()) ? bn_.get() : nullptr;
+  torch::Tensor y = conv_(x);
+  const bool synced = sync_ && bn_ && bn_->is_training();
+  if (activation_ && bn_ && !synced && fused_bn_silu_applies(y, *bn_)) return batch_norm_silu(y, *bn_);
+  if (bn_) y = synced ? sync_->forward(y, *bn_) : bn_(y);
+  return activation_ ? torch::silu(y) : y;
 }
 
 std::pair<torch::Tensor, torch::Tensor> BaseConvImpl::folded_weight_and_bias() const {

@@ -28,13 +28,6 @@ class BaseConvImpl : public torch::nn::Module {
  public:
   BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups = 1, bool activation = true);
   torch::Tensor forward(const torch::Tensor& x);
-  // forward() in its two parts, for a block that fuses the BatchNorms of two BaseConvs (RepConvN):
-  // the convolution alone, then the BatchNorm (synchronised, plain or none) without the activation.
-  torch::Tensor convolve(const torch::Tensor& x) { return conv_(x); }
-  torch::Tensor normalise(const torch::Tensor& y);
-  // The BatchNorm when its batch statistics are this process's own: null once fused, or while
-  // synchronised across processes in training.
-  torch::nn::BatchNorm2dImpl* local_batch_norm();
 
   // Folds the BatchNorm into the convolution (a biased conv, no BN) for inference.
   void fuse();

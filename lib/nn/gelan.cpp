@@ -1,7 +1,5 @@
 #include "nn/gelan.h"
 
-#include "nn/bn_silu.h"
-
 #include <torch/nn/functional/pooling.h>
 
 namespace libreyolo::nn {
@@ -19,12 +17,7 @@ RepConvNImpl::RepConvNImpl(int in_channels, int out_channels) {
 
 torch::Tensor RepConvNImpl::forward(const torch::Tensor& x) {
   if (fused_) return torch::silu(fused_(x));
-  const torch::Tensor a = conv1_->convolve(x), b = conv2_->convolve(x);
-  torch::nn::BatchNorm2dImpl *bn_a = conv1_->local_batch_norm(), *bn_b = conv2_->local_batch_norm();
-  if (bn_a != nullptr && bn_b != nullptr && fused_bn_add_silu_applies(a, *bn_a, b, *bn_b)) {
-    return batch_norm_add_silu(a, *bn_a, b, *bn_b);
-  }
-  return torch::silu(conv1_->normalise(a) + conv2_->normalise(b));
+  return torch::silu(conv1_(x) + conv2_(x));
 }
 
 void RepConvNImpl::fuse() {
