@@ -357,3 +357,26 @@ TEST_CASE("the fused statistics of a large layer are as accurate as double sums"
     CHECK(relative(bn->running_var.to(torch::kDouble) / unbiased, var64) < 2e-6);
   }
 }
+
+TEST_CASE("the fused statistics stay exact when the first pixel is far from its channel's mean", "[bn_silu]") {
+  // A corner pixel under zero padding, or the edge of a flat synthetic background, can sit hundreds
+  // of standard deviations from a channel's mean: statistics shifted by the first row's value then
+  // cancel (E[d²] - E[d]², d = x - x₀, both near (mean - x₀)²).
+  torch::manual_seed(43);
+  const std::vector<std::int64_t> sizes{8, 16, 24, 24};
+  torch::Tensor x = torch::randn(sizes) * 0.01 + 1.0;
+  x.select(2, 0).select(2, 0).fill_(5.0);  // every image's corner pixel: 400 standard deviations away
+  const torch::Tensor x64 = x.to(torch::kDouble);
+  const torch::Tensor mean64 = x64.mean({0, 2, 3});
+  const torch::Tensor var64 = x64.var({0, 2, 3}, /*unbiased=*/false);
+  for (const auto format : {at::MemoryFormat::ChannelsLast, at::MemoryFormat::Contiguous}) {
+    INFO((format == at::MemoryFormat::ChannelsLast ? "channels-last" : "NCHW"));
+    auto bn = make_bn(16, 1.0);  // momentum 1: the running statistics become this batch's
+    torch::NoGradGuard no_grad;
+    nn::batch_norm_silu(x.contiguous(format), *bn);
+    const double rows = 8.0 * 24 * 24;
+    CHECK(((bn->running_mean.to(torch::kDouble) - mean64).abs() / var64.sqrt()).max().item<double>() < 1e-4);
+    // 3.8e-7 channels-last, 1.2e-7 NCHW; shifted by the first value: 1.2e-4 and 1.6e-5
+    CHECK(relative(bn->running_var.to(torch::kDouble) * (rows - 1) / rows, var64) < 2e-6);
+  }
+}
