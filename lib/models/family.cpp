@@ -32,6 +32,7 @@ class Yolo9Loss final : public TrainingLoss {
   std::string capture_obstacle() const override {  // TAL is dense over [B, G, anchors]
     return options_.global_normaliser ? "its data-parallel normaliser is a collective" : "";
   }
+  void use_static_shapes() override { options_.dense = true; }
 
  private:
   yolo9::LossOptions options_;

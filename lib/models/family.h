@@ -37,6 +37,10 @@ class TrainingLoss {
   // Why this loss cannot be captured in a CUDA graph (shapes that depend on the data), or "" when
   // it can: then its shapes depend only on the maps' and the targets' (and empty slots change nothing).
   virtual std::string capture_obstacle() const { return "its assignment has data-dependent shapes"; }
+  // From now on the form a GPU runs, on any device: shapes that depend only on the inputs', no
+  // host reads (on the CPU the default takes data-dependent shortcuts). For a captured loss: on a
+  // GPU it changes nothing, on the CPU (the tests' capture backend) it runs what a GPU captures.
+  virtual void use_static_shapes() {}
 };
 
 class Family {

@@ -40,7 +40,8 @@ struct BceLogitsSumFunction : torch::autograd::Function<BceLogitsSumFunction> {
     const at::Tensor &logits = saved[0], &targets = saved[1];
     at::Tensor grad = at::empty_like(logits, at::MemoryFormat::Contiguous);
     kernels_here().grad(logits.const_data_ptr<float>(), targets.const_data_ptr<float>(), logits.numel(),
-                        grads[0].item<float>(), grad.mutable_data_ptr<float>());
+                        *grads[0].const_data_ptr<float>(),  // CPU memory: read, not item() (no host-read operator)
+                        grad.mutable_data_ptr<float>());
     return {grad, at::Tensor()};
   }
 };

@@ -1,6 +1,7 @@
 #include "train/cuda_graph.h"
 
 #include "core/log.h"
+#include "train/host_reads.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -383,14 +384,23 @@ std::vector<at::Tensor> InferenceGraphs::forward(const at::Tensor& input, const 
 }
 
 std::size_t RerunBackend::capture(const std::function<void()>& work) {
-  work();  // a capture runs the host code once, as CUDA's does
+  {
+    const HostReadWatch watch;
+    work();  // a capture runs the host code once, as CUDA's does
+    // and refuses what CUDA's would (unlike CUDA's failed capture, this one has run the work)
+    if (!watch.empty()) throw std::runtime_error(host_read_refusal(watch));
+  }
   works_.push_back(work);
   return works_.size() - 1;
 }
 
 namespace {
 std::function<std::unique_ptr<CaptureBackend>()> cpu_backend_for_tests;
+bool device_forms_on = false;
 }  // namespace
+
+void set_device_forms_for_tests(bool on) { device_forms_on = on; }
+bool device_forms_for_tests() { return device_forms_on; }
 
 void set_cpu_capture_backend_for_tests(std::function<std::unique_ptr<CaptureBackend>()> factory) {
   cpu_backend_for_tests = std::move(factory);
@@ -398,6 +408,10 @@ void set_cpu_capture_backend_for_tests(std::function<std::unique_ptr<CaptureBack
 
 std::unique_ptr<CaptureBackend> make_cpu_capture_backend_for_tests() {
   return cpu_backend_for_tests ? cpu_backend_for_tests() : nullptr;
+}
+
+std::string host_read_refusal(const HostReadWatch& watch) {
+  return fmt::format("the captured work reads the device from the host ({}), which a CUDA graph cannot hold", watch.summary());
 }
 
 std::optional<std::string> graph_gate_reason(const GraphGateInputs& in) {

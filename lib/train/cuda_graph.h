@@ -51,7 +51,8 @@ class CaptureBackend {
 
 // A backend without a GPU: "capturing" keeps the work and each replay runs it again, eagerly.
 // Everything around it (the static tensors, the autograd function, the manager, a DDP reducer's
-// hooks) then runs for real on the CPU: the tests check the graphed path with it.
+// hooks) then runs for real on the CPU: the tests check the graphed path with it. Like CUDA's, its
+// capture fails when the work calls an operator that reads the device from the host (host_reads.h).
 class RerunBackend : public CaptureBackend {
  public:
   void warm_up(const std::function<void()>& work) override { work(); }
@@ -65,6 +66,10 @@ class RerunBackend : public CaptureBackend {
   std::vector<std::function<void()>> works_;
 };
 
+class HostReadWatch;
+// A failed capture's reason when `watch` heard host reads: which operators, how often.
+std::string host_read_refusal(const HostReadWatch& watch);
+
 // The backend of this build for `device`: CUDA graphs on a CUDA device; null where there is none
 // (a CPU device or a build without CUDA), with the reason.
 std::unique_ptr<CaptureBackend> make_cuda_graph_backend(int device, std::string& why_not);
@@ -73,6 +78,11 @@ std::unique_ptr<CaptureBackend> make_cuda_graph_backend(int device, std::string&
 // graphed path runs end to end on the CPU. Process-wide; empty (the default) means none.
 void set_cpu_capture_backend_for_tests(std::function<std::unique_ptr<CaptureBackend>()> factory);
 std::unique_ptr<CaptureBackend> make_cpu_capture_backend_for_tests();  // null unless one was set
+// Tests: training on the CPU takes the forms a GPU captures (the loss's static shapes, the
+// optimizer's and EMA's device tensors) with or without graphs, so that an eager run and a graphed
+// one differ only in the graphs. Process-wide; off by default.
+void set_device_forms_for_tests(bool on);
+bool device_forms_for_tests();
 
 // What a graph is keyed on: a tensor's sizes, type and device (a captured graph replays only for
 // the same).

@@ -3,6 +3,7 @@
 // graph of one capture in one private pool.
 #include "cuda/cuda_info.h"
 #include "train/cuda_graph.h"
+#include "train/host_reads.h"
 
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace libreyolo::train {
 
@@ -29,19 +31,25 @@ class CudaGraphBackend final : public CaptureBackend {
     if (reserved_before_ == 0) reserved_before_ = cuda::cuda_reserved_bytes(device_);
     if (!pool_) pool_ = at::cuda::graph_pool_handle();
     auto graph = std::make_unique<at::cuda::CUDAGraph>();
-    on_side_stream([&] {
-      graph->capture_begin(*pool_, cudaStreamCaptureModeThreadLocal);
-      try {
-        work();
-      } catch (...) {
+    const HostReadWatch watch;  // what to name when CUDA refuses the capture
+    try {
+      on_side_stream([&] {
+        graph->capture_begin(*pool_, cudaStreamCaptureModeThreadLocal);
         try {
-          graph->capture_end();  // leave the stream usable
+          work();
         } catch (...) {
+          try {
+            graph->capture_end();  // leave the stream usable
+          } catch (...) {
+          }
+          throw;
         }
-        throw;
-      }
-      graph->capture_end();
-    });
+        graph->capture_end();
+      });
+    } catch (const std::exception& error) {
+      if (watch.empty()) throw;
+      throw std::runtime_error(fmt::format("{}; {}", error.what(), host_read_refusal(watch)));
+    }
     graphs_.push_back(std::move(graph));
     const std::uint64_t reserved = cuda::cuda_reserved_bytes(device_);
     pool_bytes_ = reserved > reserved_before_ ? reserved - reserved_before_ : 0;

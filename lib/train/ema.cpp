@@ -54,7 +54,7 @@ void ModelEma::stage() {
 void ModelEma::apply(torch::nn::Module& model) {
   at::NoGradGuard no_grad;
   const std::vector<at::Tensor> current = floating_state(model);
-  if (ema_tensors_.front().is_cuda()) {
+  if (device_tensors_ || ema_tensors_.front().is_cuda()) {
     at::_foreach_mul_(ema_tensors_, decay_now_);
     at::_foreach_add_(ema_tensors_, at::_foreach_mul(current, keep_now_));
   } else {

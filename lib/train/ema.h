@@ -24,6 +24,9 @@ class ModelEma {
   void stage();
   // The update from those tensors only (capturable): ema = d·ema + (1 − d)·model.
   void apply(torch::nn::Module& model);
+  // On the CPU apply() reads the staged 1 − d back (for its faster per-tensor form); with this on,
+  // it takes the foreach form a GPU captures there too (the CPU tests of a graphed step).
+  void use_device_tensors(bool on) { device_tensors_ = on; }
   double decay_at(std::int64_t updates) const;
   std::int64_t updates() const { return updates_; }
   void set_updates(std::int64_t updates) { updates_ = updates; }
@@ -36,6 +39,7 @@ class ModelEma {
   at::Tensor decay_now_, keep_now_;  // d and 1 − d of the staged update, on the EMA's device
   double decay_, tau_;
   std::int64_t updates_;
+  bool device_tensors_ = false;
 };
 
 // Floating parameters and buffers of a module in state-dict order.

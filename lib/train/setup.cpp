@@ -7,6 +7,7 @@
 #include "cuda/cuda_info.h"
 #include "models/yolo9/model.h"
 #include "data/sampling.h"
+#include "train/capturable_optimizer.h"
 #include "train/optimizer.h"
 #include "train/sync_batch_norm.h"
 
@@ -401,6 +402,17 @@ void set_up_cuda_graph(Training& t) {
   }
 }
 
+// What the graphs capture takes the forms a GPU runs, on any device: lr, momentum and the EMA
+// decay read from device tensors, the loss's static shapes. On a GPU they are its forms anyway; on
+// a CPU only the tests get here (their capture backend, which refuses host reads as CUDA does, or
+// device_forms_for_tests for the eager run a graphed one is compared with).
+void use_device_forms(Training& t) {
+  const bool all = device_forms_for_tests();
+  if (all || (t.graphs && t.graphs->graphs_optimizer())) dynamic_cast<CapturableOptimizer&>(*t.optimizer).use_device_tensors(true);
+  if (t.ema && (all || (t.graphs && t.graphs->graphs_ema()))) t.ema->use_device_tensors(true);
+  if (all || (t.graphs && t.graphs->graphs_loss())) t.loss->use_static_shapes();
+}
+
 }  // namespace
 
 std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state, Collectives* dist) {
@@ -439,6 +451,7 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   set_up_optimizer(*t, state);
   set_up_amp(*t);
   set_up_cuda_graph(*t);
+  use_device_forms(*t);
   if (t->resume) restore_resume_state(*t, state);
   t->apply_schedule(state.optimizer_steps);
 

@@ -138,8 +138,8 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
   // Predicted boxes [B, A, 4]: only for the assignment (a constant there) when the loss decodes
   // the foreground anchors' own.
   const at::Tensor boxes = decode_boxes(foreground_only ? distribution.detach() : distribution, centres, anchor_strides);
-  const TalAssignment assigned =
-      tal_assign(logits, boxes, points.centres, points.strides, targets, options.tal);
+  const TalAssignment assigned = options.dense ? tal_assign_dense(logits, boxes, points.centres, points.strides, targets, options.tal)
+                                               : tal_assign(logits, boxes, points.centres, points.strides, targets, options.tal);
   const at::Tensor norm = loss_normaliser(assigned.target_scores.sum(), options.global_normaliser);
 
   const at::Tensor cls = nn::bce_with_logits_sum(logits, assigned.target_scores) / norm;

@@ -58,9 +58,9 @@ struct LossOptions {
   double dfl_gain = 1.5;
   TalOptions tal;
   GlobalNormaliser global_normaliser{};  // the target-score sum over every rank's batch
-  // Box and DFL terms over every anchor even on the CPU (elsewhere they always are): static
-  // shapes and no host reads. The CPU's default takes only the foreground anchors, whose sums
-  // are the same.
+  // The assignment and the box and DFL terms over every anchor even on the CPU (elsewhere they
+  // always are): static shapes and no host reads. The CPU's default scores candidate pairs and
+  // takes only the foreground anchors, for the same assignment and sums.
   bool dense = false;
 };
 

@@ -3,6 +3,7 @@
 // state; a masked (overflowed) step changes nothing; the state round-trips through checkpoints.
 #include "train/amp.h"
 #include "train/capturable_optimizer.h"
+#include "train/ema.h"
 #include "train/optimizer.h"
 
 #include <torch/torch.h>
@@ -283,4 +284,33 @@ TEST_CASE("Cleared state (a divergence recovery) restarts Adam's step count with
   used->step();
   fresh->step();
   CHECK(max_difference(a.all(), b.all()) == 0);  // step 1's bias correction on both
+}
+
+TEST_CASE("EMA: the device-tensor form a graph captures updates as the CPU's form does", "[optimizer][ema]") {
+  const auto make = [] {
+    torch::manual_seed(5);
+    return torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3)), torch::nn::BatchNorm2d(4));
+  };
+  torch::nn::Sequential model = make();
+  std::vector<std::shared_ptr<torch::nn::Module>> averages;
+  std::vector<ModelEma> emas;
+  for (const bool device_form : {false, true}) {
+    averages.push_back(make().ptr());
+    emas.emplace_back(*model, averages.back(), 0.9999, 2000.0);
+    emas.back().use_device_tensors(device_form);
+  }
+  for (int step = 0; step < 5; ++step) {
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : model->parameters()) p.add_(torch::randn_like(p));
+      model->forward(torch::randn({2, 3, 8, 8}));  // the BatchNorm statistics move too (train mode)
+    }
+    for (auto& ema : emas) ema.update(*model);
+  }
+  const auto host = floating_state(*averages[0]), device = floating_state(*averages[1]);
+  REQUIRE(host.size() == 6);  // conv weight and bias, BN weight, bias, mean, var
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    CHECK(at::allclose(device[i], host[i], 1e-6, 1e-7));
+    CHECK_FALSE(at::allclose(host[i], floating_state(*model)[i]));  // an average, not a copy
+  }
 }

@@ -2,7 +2,8 @@
 // captures, replays and resets, and replays by running the captured work again: graphed and
 // eager training must then agree exactly, which proves the static buffers, the BatchNorm
 // snapshot and the gradient ownership under accumulation; plus LibreYOLO's shape counting,
-// gating, invalidation and fallback.
+// gating, invalidation and fallback. Like CUDA's, the fake's capture fails when the work reads
+// the device from the host (item, nonzero, ...), so a step that passes here has none.
 #include "core/config.h"
 #include "data/synth.h"
 #include "models/checkpoint.h"
@@ -10,6 +11,7 @@
 #include "train/amp.h"
 #include "train/capturable_optimizer.h"
 #include "train/cuda_graph.h"
+#include "train/host_reads.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
 
@@ -96,12 +98,17 @@ struct Trained {
   std::vector<at::Tensor> parameters, buffers;
   std::vector<double> losses;
 };
-Trained train(GraphManager* manager, int steps, int accumulate, int odd_every = 0) {
+// `host_read`: the network reads a value back (item()) in its forward, which CUDA cannot capture.
+Trained train(GraphManager* manager, int steps, int accumulate, int odd_every = 0, bool host_read = false) {
   Net net;
   net.train();
   torch::optim::SGD sgd(net.parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   Trained out;
-  const NetworkFunction network = [&](const at::Tensor& x) { return net.forward(x); };
+  const NetworkFunction network = [&](const at::Tensor& x) {
+    auto outputs = net.forward(x);
+    if (host_read && outputs[0].abs().max().item<double>() < 0) throw std::logic_error("unreachable");
+    return outputs;
+  };
   for (int step = 0; step < steps; ++step) {
     torch::manual_seed(100 + static_cast<std::uint64_t>(step));
     const std::int64_t batch = odd_every > 0 && step % odd_every == odd_every - 1 ? 3 : 4;
@@ -174,6 +181,51 @@ TEST_CASE("graphs: a failed capture or replay turns the run eager for good, with
     CHECK(manager.counts().eager == 8);
     CHECK(log.resets == 1);
   }
+}
+
+TEST_CASE("HostReadWatch hears the operators that read the device from the host, while it lives", "[graph]") {
+  const at::Tensor x = at::randn({64});
+  const at::Tensor w = at::randn({64, 64});
+  {
+    const HostReadWatch watch;
+    // what a captured step does: elementwise, matmul, reductions to tensors, top-k, sort, gather,
+    // masks as arithmetic, one-hot by scatter
+    const at::Tensor y = at::matmul(w, x).sigmoid();
+    const at::Tensor masked = at::where(y > 0.5, y, at::zeros_like(y)) * (y < 0.9);
+    const auto [values, index] = y.topk(5);
+    const at::Tensor gathered = std::get<0>(masked.gather(0, index).sort()).cumsum(0);
+    const at::Tensor one_hot = at::zeros({5, 64}).scatter_(1, index.unsqueeze(1), 1.0);
+    CHECK(watch.empty());
+    CHECK(watch.summary().empty());
+    (void)gathered.sum().item<double>();  // a value read back
+    CHECK_FALSE(watch.empty());
+    CHECK(watch.summary() == "aten::_local_scalar_dense x1");
+    const at::Tensor indexed = y.index({y > 0.5});  // a boolean mask: nonzero inside
+    CHECK(watch.summary() == "aten::_local_scalar_dense x1, aten::nonzero x1");
+    const at::Tensor picked = y.masked_select(y > 0.5);  // an output sized by the data (on the CPU it reads its count back)
+    CHECK(watch.summary().find("aten::masked_select x1") != std::string::npos);
+    CHECK(picked.numel() == indexed.numel());
+    CHECK(one_hot.sum().item<double>() == 5);
+  }
+  const HostReadWatch later;
+  CHECK(later.empty());  // the first watch's operators are not this one's
+  CHECK(is_host_read_operator("aten::nonzero"));
+  CHECK_FALSE(is_host_read_operator("aten::nonzero_static"));  // a fixed size: capturable
+  CHECK_FALSE(is_host_read_operator("aten::add"));
+}
+
+TEST_CASE("graphs: a capture whose work reads the device from the host fails, as CUDA's would, and says which operator", "[graph]") {
+  FakeBackend::Log log;
+  GraphManager manager(std::make_unique<FakeBackend>(log));
+  const Trained graphed = train(&manager, 8, 2, 0, /*host_read=*/true);
+  check_same(train(nullptr, 8, 2, 0, /*host_read=*/true), graphed);  // the run went on eager, nothing lost
+  REQUIRE(manager.disabled());
+  CHECK(*manager.disabled_reason() ==
+        "graph capture failed: the captured work reads the device from the host (aten::_local_scalar_dense x1), which a CUDA "
+        "graph cannot hold");
+  CHECK(manager.counts().replays == 0);
+  CHECK(manager.counts().eager == 8);
+  CHECK(log.captures == 1);  // the forward's capture, refused
 }
 
 TEST_CASE("graphs: invalidate drops the graph and counts shapes again", "[graph]") {
@@ -386,6 +438,13 @@ std::vector<std::string> results_metrics(const std::filesystem::path& run) {
   return out;
 }
 
+struct DeviceForms {
+  DeviceForms() { libreyolo::train::set_device_forms_for_tests(true); }
+  ~DeviceForms() { libreyolo::train::set_device_forms_for_tests(false); }
+  DeviceForms(const DeviceForms&) = delete;
+  DeviceForms& operator=(const DeviceForms&) = delete;
+};
+
 }  // namespace
 
 TEST_CASE("the trainer's graphed path (a fake backend on the CPU) trains the run eager trains, PGI branch and nbs included", "[graph][trainer]") {
@@ -447,6 +506,10 @@ TEST_CASE("cuda_graph_scope=loss/optimizer/step (a fake backend on the CPU): the
     HookList hooks;
     run_training(libreyolo::models::parse_arguments(libreyolo::config::command_train, arguments(scope)), dir / name, hooks);
   };
+  // Every run in the forms a GPU captures (the loss's static shapes, the optimizer's and EMA's
+  // device tensors), so that the runs differ in the graphs alone: the CPU's own forms assign TAL's
+  // near-ties (a fresh network's) differently by rounding, and 6 steps make that 1% of a weight.
+  const DeviceForms forms;
   run("eager", "");
   const auto eager = trained_weights(dir / "eager");
   const auto ema_eager = libreyolo::models::read_checkpoint(dir / "eager" / "weights" / "last.pt").model;
