@@ -25,6 +25,7 @@
 #include <fstream>
 #include <sstream>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include <unistd.h>
@@ -551,6 +552,65 @@ TEST_CASE("cuda_graph_scope=loss/optimizer/step (a fake backend on the CPU): the
           std::string::npos);
     CHECK_FALSE(results_metrics(dir / "eager").empty());
     CHECK(results_metrics(dir / e.scope) == results_metrics(dir / "eager"));
+  }
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// Listens for host reads from each step's start to its end, except in its to_device phase (whose
+// target padding works on the loader's CPU tensors on every device), and lists what it heard.
+struct HostReadsPerStep : TrainHook {
+  std::optional<HostReadWatch> watch;
+  int steps = 0;
+  std::vector<std::string>& heard;
+  explicit HostReadsPerStep(std::vector<std::string>& out) : heard(out) {}
+  void stop() {
+    if (watch && !watch->empty()) heard.push_back(watch->summary());
+    watch.reset();
+  }
+  void on_step_start(const TrainState&) override { watch.emplace(); }
+  void on_phase_start(Phase phase) override {
+    if (phase == Phase::to_device) stop();
+  }
+  void on_phase_end(Phase phase) override {
+    if (phase == Phase::to_device) watch.emplace();
+  }
+  void on_step_end(const TrainState&) override {
+    ++steps;
+    stop();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a step in the forms a GPU runs reads nothing back from the device, eager or graphed (the CPU half of gpu/sync_free.sh)", "[graph][trainer]") {
+  fix_thread_count();
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("libreyolo_host_reads_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto synth = libreyolo::data::write_synthetic_dataset({.out = dir / "ds", .train_images = 12, .val_images = 2, .image_size = 64});
+  const DeviceForms forms;
+  for (const std::string scope : {"", "step"}) {
+    INFO(scope);
+    std::vector<std::string> arguments{"model=yolo9-t", "data=" + synth.yaml.string(), "epochs=1", "batch=2", "nbs=4", "imgsz=64",
+                                       "workers=0", "val=false", "quiet=true", "plots=false", "clip_max_norm=10.0", "max_labels=16"};
+    FakeBackend::Log log;
+    if (!scope.empty()) {
+      arguments.insert(arguments.end(), {"cuda_graph=true", "cuda_graph_scope=" + scope});
+      set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
+    }
+    std::vector<std::string> heard;
+    HookList hooks;
+    auto hook = std::make_unique<HostReadsPerStep>(heard);
+    const HostReadsPerStep& listener = *hook;
+    hooks.add(std::move(hook));
+    fs::create_directories(dir / ("run" + scope));
+    run_training(libreyolo::models::parse_arguments(libreyolo::config::command_train, arguments), dir / ("run" + scope), hooks);
+    set_cpu_capture_backend_for_tests({});
+    CHECK(listener.steps == 6);
+    CHECK(heard == std::vector<std::string>{});
+    if (!scope.empty()) CHECK(log.captures == 2);  // the step graph and the optimizer's
   }
   fs::remove_all(dir);
 }
