@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "profile/kernel_names.h"
+#include "train/host_reads.h"
 #include "profile/verdict.h"
 
 #include <fmt/core.h>
@@ -468,6 +469,23 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   } else if (summary && summary->allocator_calls_per_step) {
     allocator_calls_per_step = summary->allocator_calls_per_step;
   }
+  // Operators that make the host wait for the GPU (item, nonzero, ...), per step of the operator
+  // window: on a GPU each drains the launch queue. Measured with an operator trace on a GPU only
+  // (the CPU's own forms call some on purpose, and there they wait for nothing).
+  std::optional<double> host_syncs_per_step;
+  std::string host_syncs;
+  nlohmann::ordered_json host_sync_ops = nullptr;
+  if (on_gpu && ops_measured) {
+    host_syncs_per_step = 0.0;
+    host_sync_ops = nlohmann::ordered_json::object();
+    for (const auto& [name, t] : ops) {
+      if (!train::is_host_read_operator(name)) continue;
+      const double per_step = static_cast<double>(t.count) / op_steps;
+      *host_syncs_per_step += per_step;
+      host_sync_ops[name] = rounded(per_step, 2);
+      host_syncs += fmt::format("{}{} {:g}/step", host_syncs.empty() ? "" : ", ", name, rounded(per_step, 2));
+    }
+  }
   const bool amp = summary ? summary->amp() : true;
   const Communication communication = measure_communication(collected, summary, steps, op_steps, step_ms, ops_window, op_step_spans);
 
@@ -479,6 +497,8 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
                                           .allocator_calls_per_step = on_gpu ? allocator_calls_per_step : std::nullopt,
                                           .kernels_per_step = kernels_per_step,
                                           .mean_kernel_us = mean_kernel_us,
+                                          .host_syncs_per_step = host_syncs_per_step,
+                                          .host_syncs = host_syncs,
                                           .host_overhead_ms = host_overhead_ms,
                                           .amp = amp,
                                           .cpu_bf16_speedup = summary ? summary->cpu_bf16_speedup() : std::nullopt,
@@ -533,6 +553,8 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   j["memory_pressure"] = memory_pressure;
   j["cuda_mallocs_per_step"] = number_or_null(on_gpu ? allocator_calls_per_step : std::nullopt, 1);
   j["host_overhead_ms_per_step"] = rounded(host_overhead_ms, 3);
+  j["host_syncs_per_step"] = number_or_null(host_syncs_per_step, 2);
+  j["host_sync_ops"] = host_sync_ops;
   j["launches_per_step"] = gpu_value(static_cast<double>(kernels_per_step), 0);
   j["gpu_busy_ms_per_step"] = gpu_value(gpu_busy_ms, 3);
   j["mean_kernel_us"] = gpu_value(mean_kernel_us, 2);
@@ -555,7 +577,8 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   static constexpr std::pair<const char*, const char*> kMoreMetricKeys[] = {
       {"memcpy_ms", "memcpy_ms_per_step"}, {"tensorcore_pct", "tensorcore_pct"}, {"peak_vram_mb", "peak_vram_mb"},
       {"host_overhead_ms", "host_overhead_ms_per_step"}, {"launches_per_step", "launches_per_step"},
-      {"cuda_mallocs_per_step", "cuda_mallocs_per_step"}, {"memory_pressure", "memory_pressure"}};
+      {"cuda_mallocs_per_step", "cuda_mallocs_per_step"}, {"memory_pressure", "memory_pressure"},
+      {"host_syncs_per_step", "host_syncs_per_step"}};
   for (const auto& [metric, key] : kMetricKeys) metrics[metric] = j[key];
   metrics["ops_per_step"] = op_count / op_steps;
   for (const auto& [metric, key] : kMoreMetricKeys) metrics[metric] = j[key];

@@ -66,6 +66,15 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
                      100 * number(p, "cpu_util"), number(p, "cpu_busy_ms_per_step"), number(p, "cpu_window_step_ms", step),
                      synced ? " in the synchronised half" : "", p["metrics"].value("ops_per_step", 0)));
   }
+  if (gpu && p.value("host_syncs_per_step", nlohmann::ordered_json()).is_number()) {
+    std::string ops;
+    if (p.value("host_sync_ops", nlohmann::ordered_json()).is_object()) {
+      for (const auto& [name, per_step] : p["host_sync_ops"].items()) {
+        ops += fmt::format("{}{} {}", ops.empty() ? ": " : ", ", name, per_step.is_number() ? fmt::format("{:g}", per_step.get<double>()) : per_step.dump());
+      }
+    }
+    line(fmt::format("  host syncs {:g}/step{}  (operators that make the host wait for the GPU)", number(p, "host_syncs_per_step"), ops));
+  }
   if (p.contains("distributed") && p["distributed"].is_object()) {
     const auto& d = p["distributed"];
     if (d["slowest_rank"].is_object()) {

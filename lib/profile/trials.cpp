@@ -9,7 +9,7 @@ namespace {
 constexpr const char* kAveraged[] = {"step_ms", "gpu_util", "gpu_util_raw", "gpu_busy_ms_per_step", "mean_kernel_us",
                                      "kernels_per_step", "memcpy_ms_per_step", "host_overhead_ms_per_step",
                                      "launches_per_step", "dataload_ms", "dataload_frac", "tensorcore_pct",
-                                     "cuda_mallocs_per_step", "cpu_util", "cpu_busy_ms_per_step"};
+                                     "cuda_mallocs_per_step", "cpu_util", "cpu_busy_ms_per_step", "host_syncs_per_step"};
 
 // The same figures under their `metrics` names (profile get).
 const char* metric_name(const std::string& key) {
@@ -106,6 +106,7 @@ nlohmann::ordered_json compare_profiles(const nlohmann::ordered_json& a, const n
   rows.push_back(row("cpu_util", number(a, "cpu_util"), number(b, "cpu_util")));
   rows.push_back(row("host_overhead_ms", number(a, "host_overhead_ms_per_step"), number(b, "host_overhead_ms_per_step")));
   rows.push_back(row("launches_per_step", number(a, "launches_per_step"), number(b, "launches_per_step")));
+  rows.push_back(row("host_syncs_per_step", number(a, "host_syncs_per_step"), number(b, "host_syncs_per_step")));
   rows.push_back(row("dataload_frac", number(a, "dataload_frac"), number(b, "dataload_frac")));
   return {{"rows", rows}, {"bound", {{"before", a.value("bound", "")}, {"after", b.value("bound", "")}}},
           {"note", sig ? "significant: |Δ img/s| > 2 standard errors" : "significance needs n >= 2 on both sides (profile run --repeat N)"}};

@@ -60,7 +60,13 @@ Verdict gpu_verdict(const VerdictInputs& in) {
     v.bound = "host / launch";
     v.why = fmt::format("GPU only ~{} busy — fed too slowly: {} kernels/step at ~{:.0f}us each plus host overhead",
                         percent(utilisation), in.kernels_per_step, in.mean_kernel_us);
-    v.levers = "larger batch (amortize launches), fewer per-step .item()/syncs, cuda_graph=true (one graph launch for the network's forward and backward; cuda_graph_scope=step also graphs the loss, optimizer and EMA)";
+    const std::string syncs = !in.host_syncs_per_step ? "fewer per-step .item()/syncs, "
+                              : *in.host_syncs_per_step > 0
+                                  ? fmt::format("no per-step host syncs (this step has {}: each waits for the GPU to drain), ", in.host_syncs)
+                                  : "";
+    v.levers = "larger batch (amortize launches), " + syncs +
+               "cuda_graph=true (one graph launch for the network's forward and backward; cuda_graph_scope=step also graphs the loss, "
+               "optimizer and EMA)";
   }
   if (!in.dataload_fraction && v.bound != "memory-pressure") v.why += " (dataloader stall not measurable from trace alone)";
   if (!in.amp && (v.bound == "compute" || v.bound == "host / launch")) v.levers += "; amp=false: AMP/bf16 would use Tensor Cores";

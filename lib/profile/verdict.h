@@ -22,6 +22,10 @@ struct VerdictInputs {
   std::optional<double> allocator_calls_per_step;  // device mallocs + frees (GPU)
   std::int64_t kernels_per_step = 0;
   double mean_kernel_us = 0;
+  // GPU: operators per step that make the host wait for the device (train/host_reads.h) and what
+  // they were ("aten::nonzero 2/step"); unset without an operator trace.
+  std::optional<double> host_syncs_per_step;
+  std::string host_syncs;
   double host_overhead_ms = 0;
   bool amp = true;
   // CPU: float32's time over bfloat16's for a convolution, measured by the run (unset: not measured)

@@ -1,6 +1,7 @@
 #include "core/error.h"
 #include "profile/analysis.h"
 #include "profile/kernel_names.h"
+#include "profile/report.h"
 #include "profile/verdict.h"
 
 #include <cmath>
@@ -13,8 +14,9 @@ namespace {
 
 // Six steps of 100 us. Each step: forward launches a tensor-core GEMM (15 us), an elementwise
 // (10 us) and a reduction (5 us) kernel; backward a batchnorm-backward (20 us) and a weight-grad
-// (8 us) kernel: 58 us of kernels per step, 15 of them on Tensor Cores.
-Trace synthetic_gpu_trace(double kernel_scale = 1.0, int mallocs_per_step = 0) {
+// (8 us) kernel: 58 us of kernels per step, 15 of them on Tensor Cores. With `operators`, the
+// training thread's CPU operators too, named in order within each step's forward.
+Trace synthetic_gpu_trace(double kernel_scale = 1.0, int mallocs_per_step = 0, const std::vector<std::string>& operators = {}) {
   Trace t;
   std::int64_t correlation = 0;
   for (int k = 0; k < 6; ++k) {
@@ -36,6 +38,10 @@ Trace synthetic_gpu_trace(double kernel_scale = 1.0, int mallocs_per_step = 0) {
                           .duration_us = kernels[static_cast<std::size_t>(i)].second * kernel_scale, .pid = 0, .tid = 7,
                           .correlation = correlation});
       ++correlation;
+    }
+    for (std::size_t o = 0; o < operators.size(); ++o) {
+      t.events.push_back({.name = operators[o], .category = category::cpu_op, .start_us = s + 11 + static_cast<double>(o),
+                          .duration_us = 0.5, .pid = 1, .tid = 1});
     }
     for (int m = 0; m < mallocs_per_step; ++m) {
       t.events.push_back({.name = "cudaMalloc", .category = category::runtime, .start_us = s + 91 + m, .duration_us = 0.5, .pid = 1, .tid = 1});
@@ -270,6 +276,30 @@ TEST_CASE("GPU data-parallel: NCCL kernels are communication, not compute or ove
   CHECK(p["gpu_util"].get<double>() == Approx(0.58).margin(1e-3));
   CHECK(p["distributed"]["collective_gpu_ms_per_step"].get<double>() == Approx(0.05));
   CHECK(p["bound"] == "communication");
+}
+
+TEST_CASE("GPU host syncs: the operators that wait for the device, counted per step and named in the host/launch levers", "[profile]") {
+  const std::vector<std::string> syncing{"aten::add", "aten::nonzero", "aten::_local_scalar_dense", "aten::nonzero", "aten::mul"};
+  const auto p = analyze(synthetic_gpu_trace(1.0, 0, syncing), gpu_summary(0.1, 0.001), "t.json");
+  REQUIRE(p["bound"] == "host / launch");
+  CHECK(p["host_syncs_per_step"].get<double>() == 3);
+  CHECK(p["host_sync_ops"] == nlohmann::ordered_json({{"aten::_local_scalar_dense", 1}, {"aten::nonzero", 2}}));
+  CHECK(p["metrics"]["host_syncs_per_step"].get<double>() == 3);
+  CHECK(p["levers"].get<std::string>().find(
+            "no per-step host syncs (this step has aten::_local_scalar_dense 1/step, aten::nonzero 2/step: each waits for the GPU to drain)") !=
+        std::string::npos);
+  const std::string report = format_report(p, "", "");
+  CHECK(report.find("host syncs 3/step: aten::_local_scalar_dense 1, aten::nonzero 2") != std::string::npos);
+
+  const auto clean = analyze(synthetic_gpu_trace(1.0, 0, {"aten::add", "aten::mul"}), gpu_summary(0.1, 0.001), "t.json");
+  CHECK(clean["host_syncs_per_step"].get<double>() == 0);
+  CHECK(clean["levers"].get<std::string>().find("sync") == std::string::npos);  // measured: none to remove
+  CHECK(format_report(clean, "", "").find("host syncs 0/step  (") != std::string::npos);
+
+  const auto unmeasured = analyze(synthetic_gpu_trace(), gpu_summary(0.1, 0.001), "t.json");  // no operator trace
+  CHECK(unmeasured["host_syncs_per_step"].is_null());
+  CHECK(unmeasured["levers"].get<std::string>().find("fewer per-step .item()/syncs") != std::string::npos);
+  CHECK(format_report(unmeasured, "", "").find("host syncs") == std::string::npos);
 }
 
 TEST_CASE("CPU compute verdict: the bfloat16 lever follows the run's own measurement", "[profile]") {
