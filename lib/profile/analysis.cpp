@@ -2,8 +2,8 @@
 
 #include "core/error.h"
 #include "profile/kernel_names.h"
-#include "train/host_reads.h"
 #include "profile/verdict.h"
+#include "train/host_reads.h"
 
 #include <fmt/core.h>
 
