@@ -46,7 +46,7 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
      .help = "global batch size (all devices together); -1 (AutoBatch) is not built yet and is refused",
      .commands = train_val | command_profile | command_data, .minimum = -1, .maximum = 1e6, .support = S::honoured},
     {.name = "imgsz", .type = T::image_size, .default_value = "640", .group = "loop",
-     .help = "input size: 640 or HxW such as 480x640 (training and validation use the longer side)", .commands = run_model | command_data | command_info, .minimum = 32, .maximum = 8192, .support = S::honoured},
+     .help = "input size: 640 or HxW such as 480x640 (training and validation use the longer side); a side that is not a multiple of 32 is rounded up (33 -> 64), with a warning", .commands = run_model | command_data | command_info, .minimum = 32, .maximum = 8192, .support = S::honoured},
     {.name = "device", .type = T::text, .default_value = "auto", .group = "loop",
      .help = "auto, cpu or a CUDA index (0, cuda:1); for train a list (0,1) starts one data-parallel process per GPU",
      .commands = run_model, .support = S::honoured},

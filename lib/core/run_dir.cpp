@@ -17,6 +17,7 @@ std::filesystem::path create_run_dir(const std::filesystem::path& project, std::
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos) {
     throw UsageError(fmt::format("name='{}' is not valid: give a plain folder name such as exp", name));
   }
+  if (project.empty()) throw UsageError("project='' is not valid: give a folder such as runs/train (the default)");
   std::error_code error;
   std::filesystem::create_directories(project, error);
   if (error) throw RuntimeError(fmt::format("cannot create project folder {}: {}", project.string(), error.message()));

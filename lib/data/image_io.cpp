@@ -19,8 +19,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 namespace libreyolo::data {
 
@@ -104,6 +106,7 @@ cv::Mat decode_jpeg(const std::vector<std::uint8_t>& bytes, int target_long_side
                           &subsampling, &colorspace) != 0) {
     throw CorruptImage(fmt::format("unreadable JPEG header: {}", tjGetErrorStr2(handle)));
   }
+  check_pixel_limit(width, height);
   int scaled_width = width;
   int scaled_height = height;
   if (target_long_side > 0 && 2 * target_long_side <= std::max(width, height)) {
@@ -190,6 +193,29 @@ cv::Mat apply_orientation(const cv::Mat& image, int orientation) {
   }
 }
 
+void check_pixel_limit(std::int64_t width, std::int64_t height) {
+  if (width * height <= kMaximumPixels) return;
+  throw CorruptImage(fmt::format("{}x{} = {} pixels, over the {}-pixel limit (PIL's MAX_IMAGE_PIXELS): a decompression "
+                                 "bomb, or an image to resize",
+                                 width, height, width * height, kMaximumPixels));
+}
+
+namespace {
+
+// The size a PNG (IHDR) or BMP (BITMAPINFOHEADER) header gives, before anything is decoded; JPEG's
+// comes from libjpeg-turbo's header read. Other formats: OpenCV's own limit (2^30 pixels), then ours.
+std::optional<std::pair<std::int64_t, std::int64_t>> header_size(const std::vector<std::uint8_t>& bytes) {
+  if (is_png(bytes) && bytes.size() >= 24) return std::pair<std::int64_t, std::int64_t>{read_u32(bytes.data() + 16, false), read_u32(bytes.data() + 20, false)};
+  if (bytes.size() >= 26 && bytes[0] == 'B' && bytes[1] == 'M') {
+    const auto width = static_cast<std::int32_t>(read_u32(bytes.data() + 18, true));
+    const auto height = static_cast<std::int32_t>(read_u32(bytes.data() + 22, true));  // negative: top-down rows
+    return std::pair<std::int64_t, std::int64_t>{std::abs(static_cast<std::int64_t>(width)), std::abs(static_cast<std::int64_t>(height))};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 ImageInfo read_image_info(const fs::path& path) {
   const auto bytes = read_file_bytes(path);
   ImageInfo info;
@@ -208,7 +234,7 @@ ImageInfo read_image_info(const fs::path& path) {
     info.width = static_cast<int>(read_u32(bytes.data() + 16, false));
     info.height = static_cast<int>(read_u32(bytes.data() + 20, false));
   } else {
-    const cv::Mat image = decode_image_bytes(bytes);  // throws without imgcodecs
+    const cv::Mat image = decode_image_bytes(bytes);  // throws without imgcodecs, or over the pixel limit
     info.format = "other";
     info.width = image.cols;
     info.height = image.rows;
@@ -221,6 +247,7 @@ ImageInfo read_image_info(const fs::path& path) {
 cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side) {
   if (bytes.empty()) throw CorruptImage("empty file");
   if (is_jpeg(bytes)) return decode_jpeg(bytes, target_long_side);
+  if (const auto size = header_size(bytes)) check_pixel_limit(size->first, size->second);
 #if LIBREYOLO_READS_ALL_FORMATS
   cv::Mat image;
   try {
@@ -229,6 +256,7 @@ cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_lo
     throw CorruptImage(fmt::format("cannot decode image: {}", error.msg));
   }
   if (image.empty()) throw CorruptImage("cannot identify image file (not an image OpenCV can decode)");
+  check_pixel_limit(image.cols, image.rows);
   return image;
 #else
   throw CorruptImage(fmt::format("not a JPEG, and this build reads JPEG only (built without OpenCV's imgcodecs); convert the {} "

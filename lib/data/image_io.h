@@ -30,6 +30,13 @@ class CorruptImage : public std::runtime_error {
 
 std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path);
 
+// PIL's MAX_IMAGE_PIXELS: a larger image is refused (a decompression bomb, or a photo that wants
+// resizing) wherever it is decoded, from its header, before its pixels are: the scan's check alone
+// would let an image replaced after the scan (same size and time) through the label cache.
+inline constexpr std::int64_t kMaximumPixels = 89478485;
+// Throws CorruptImage for a width x height over kMaximumPixels.
+void check_pixel_limit(std::int64_t width, std::int64_t height);
+
 // Reads enough of the file to know its size and orientation. Throws CorruptImage.
 ImageInfo read_image_info(const std::filesystem::path& path);
 

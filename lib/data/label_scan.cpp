@@ -36,11 +36,7 @@ Outcome check_one(const fs::path& image, int class_count) {
     if (info.width < kMinimumSide || info.height < kMinimumSide) {
       throw CorruptImage(fmt::format("image size {}x{} < {} pixels", info.width, info.height, kMinimumSide));
     }
-    if (static_cast<std::int64_t>(info.width) * info.height > kMaximumPixels) {
-      throw CorruptImage(fmt::format("{}x{} = {} pixels, over the {}-pixel limit (PIL's MAX_IMAGE_PIXELS): a decompression "
-                                     "bomb, or an image to resize",
-                                     info.width, info.height, static_cast<std::int64_t>(info.width) * info.height, kMaximumPixels));
-    }
+    check_pixel_limit(info.width, info.height);
     outcome.record.width = info.width;
     outcome.record.height = info.height;
     if (info.truncated) {
@@ -190,11 +186,19 @@ ScanResult scan_images(const std::vector<fs::path>& images, int class_count, con
   }
 
   if (options.use_cache && !result.cache_file.empty() && !folder_marked_read_only(result.cache_file.parent_path())) {
-    try {
-      write_file_atomically(result.cache_file, to_json(result, fingerprint).dump());
-    } catch (const std::exception&) {
-      log::warn("label cache folder {} is not writeable; the scan will run again next time",
-                result.cache_file.parent_path().string());
+    std::string text;
+    try {  // a file name that is not UTF-8 cannot go into JSON: no cache then, said as such
+      text = to_json(result, fingerprint).dump();
+    } catch (const nlohmann::json::exception& error) {
+      log::warn("label cache {} not written ({}); the scan will run again next time", result.cache_file.string(), error.what());
+    }
+    if (!text.empty()) {
+      try {
+        write_file_atomically(result.cache_file, text);
+      } catch (const std::exception& error) {
+        log::warn("label cache folder {} is not writeable ({}); the scan will run again next time",
+                  result.cache_file.parent_path().string(), error.what());
+      }
     }
   }
   return result;

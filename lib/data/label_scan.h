@@ -11,10 +11,6 @@
 
 namespace libreyolo::data {
 
-// PIL's MAX_IMAGE_PIXELS: a larger image is skipped by the scan (a decompression bomb, or a photo
-// that wants resizing), before anything decodes it.
-inline constexpr std::int64_t kMaximumPixels = 89478485;
-
 struct ImageRecord {
   std::filesystem::path image;
   int width = 0;  // upright size in pixels

@@ -1,5 +1,7 @@
 #include "data/labels.h"
 
+#include "core/printable.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,9 +25,9 @@ std::vector<double> parse_numbers(const std::string& line, int line_number) {
     char* end = nullptr;
     const double value = std::strtod(field.c_str(), &end);
     if (end == field.c_str() || *end != '\0') {
-      throw CorruptLabel(fmt::format("line {}: '{}' is not a number", line_number, field));
+      throw CorruptLabel(fmt::format("line {}: '{}' is not a number", line_number, printable(field)));
     }
-    if (!std::isfinite(value)) throw CorruptLabel(fmt::format("line {}: non-finite label value '{}'", line_number, field));
+    if (!std::isfinite(value)) throw CorruptLabel(fmt::format("line {}: non-finite label value '{}'", line_number, printable(field)));
     values.push_back(value);
   }
   return values;

@@ -200,6 +200,12 @@ Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& f
   if (static_cast<int>(checkpoint.names.size()) != checkpoint.class_count) {
     bad(path, fmt::format("nc is {} but {} class names are given", checkpoint.class_count, checkpoint.names.size()));
   }
+  auto non_finite = first_non_finite(checkpoint.model);
+  if (const auto* raw = checkpoint.extra("train_model"); !non_finite && raw) non_finite = first_non_finite(tensors_of(*raw));
+  if (non_finite) {
+    bad(path, fmt::format("tensor {} holds NaN or infinite values: these weights are unusable (a diverged training "
+                          "saved them?); take an earlier checkpoint such as best.pt or epoch_N.pt", *non_finite));
+  }
   return checkpoint;
 }
 
@@ -275,6 +281,20 @@ ModelName identify_model(const std::string& spec) {
     name.size = dict.at("size").toStringRef();
   }
   return name;
+}
+
+std::optional<std::string> first_non_finite(const NamedTensors& tensors) {
+  std::vector<at::Tensor> flags;
+  std::vector<const std::string*> names;
+  for (const auto& [name, tensor] : tensors) {
+    if (!at::isFloatingType(tensor.scalar_type())) continue;
+    flags.push_back(at::isfinite(tensor).all().to(at::kCPU));
+    names.push_back(&name);
+  }
+  if (flags.empty()) return std::nullopt;
+  const at::Tensor finite = at::stack(flags);
+  if (finite.all().item<bool>()) return std::nullopt;
+  return *names[static_cast<std::size_t>(finite.logical_not().nonzero()[0][0].item<std::int64_t>())];
 }
 
 c10::IValue tensor_dict(const NamedTensors& tensors) {

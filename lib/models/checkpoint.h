@@ -42,13 +42,17 @@ struct Checkpoint {
 c10::IValue tensor_dict(const NamedTensors& tensors);
 NamedTensors tensors_of(const c10::IValue& dict);
 
+// The name of the first floating tensor holding a NaN or an infinity, if any (one device-to-host read).
+std::optional<std::string> first_non_finite(const NamedTensors& tensors);
+
 // COCO's 80 names for nc=80, else class_0 … class_{nc-1} (LibreYOLO's build_class_names).
 std::vector<std::string> default_class_names(int class_count);
 
 // Reads a .pt (torch.save) or .safetensors file. A .pt must be a dict with a `model` state
 // dict; schema metadata missing from an older file is filled in from the state dict and
 // `fallback` (family/size from the file name) with a warning. DDP `module.` prefixes are
-// stripped. Throws ModelError naming the file.
+// stripped. Throws ModelError naming the file, also where a tensor of its weights (`model`, or the
+// raw `train_model`) holds a NaN or an infinity: such weights would train or predict nothing.
 Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& fallback = {});
 
 // torch.save format, atomically; readable by torch.load (weights_only too) and LibreYOLO. A

@@ -41,6 +41,7 @@ models::Checkpoint make_checkpoint(Training& t, const TrainState& state, int epo
   c.set_extra("is_ema_weights", static_cast<bool>(t.ema));
   if (t.ema) c.set_extra("ema_updates", t.ema->updates());
   c.set_extra("config", config_value(t.config));
+  if (t.lr_scale != 1.0) c.set_extra("lr_scale", t.lr_scale);  // a recovered divergence lowered the learning rate
   if (t.scaler->enabled()) {
     c10::impl::GenericDict s(c10::StringType::get(), c10::AnyType::get());
     const auto scaler_state = t.scaler->state();

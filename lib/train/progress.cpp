@@ -34,7 +34,7 @@ void Progress::print_header() const {
 std::string Progress::line(const ProgressValues& v) {
   std::string l = fmt::format("{:>11}{:>11}", fmt::format("{}/{}", v.epoch, v.epochs), fmt::format("{:.3g}G", v.memory_gb));
   // "-": not read yet this epoch (on a GPU the losses are read every few steps)
-  for (const double loss : v.losses) l += std::isnan(loss) ? fmt::format("{:>11}", "-") : fmt::format("{:>11.4f}", loss);
+  for (const double loss : v.losses) l += std::isnan(loss) ? fmt::format("{:>11}", "-") : fmt::format("{:>11.4g}", loss);  // as Ultralytics: 5.3e+13 keeps its column
   const int width = 10, filled = v.total ? static_cast<int>(width * v.done / v.total) : width;
   std::string bar;
   for (int i = 0; i < width; ++i) bar += i < filled ? "█" : " ";

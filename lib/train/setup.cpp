@@ -111,6 +111,7 @@ void load_run_state(Training& t, TrainState& state, const models::Checkpoint& ch
     if (const auto* updates = checkpoint.extra("ema_updates"); updates && updates->isInt()) t.ema->set_updates(updates->toInt());
   }
   state.read(checkpoint);
+  if (const auto* scale = checkpoint.extra("lr_scale"); scale && scale->isDouble()) t.lr_scale = scale->toDouble();
   if (const auto* saved = checkpoint.extra("optimizer"); saved && !saved->isNone()) load_optimizer_state(*t.optimizer, *saved);
   if (const auto* s = checkpoint.extra("scaler"); s && s->isGenericDict()) {
     const auto d = s->toGenericDict();
@@ -119,7 +120,7 @@ void load_run_state(Training& t, TrainState& state, const models::Checkpoint& ch
 }
 
 void Training::apply_schedule(std::int64_t iteration) {
-  set_learning_rate(*optimizer, schedule->lr(iteration));
+  set_learning_rate(*optimizer, lr_scale * schedule->lr(iteration));
   if (const auto m = schedule->momentum(iteration)) set_momentum(*optimizer, *m);
 }
 
@@ -199,7 +200,11 @@ void set_up_model(Training& t) {
   }
   if (t.resume && !t.checkpoint) throw UsageError("resume=true needs model= pointing at a checkpoint (runs/train/exp/weights/last.pt)");
   const std::string pretrained = config.get_text("pretrained");
-  if (pretrained != "true" && pretrained != "false") {  // weights by name and shape from another file
+  // A resumed run's train_config.yaml repeats the pretrained= it started from: its weights are in
+  // the checkpoint now. Only a pretrained= given with resume=true on the command line is refused.
+  if (pretrained != "true" && pretrained != "false" && t.resume && config.source("pretrained") == config::Source::cfg_file) {
+    log::info("resume=true: continuing the run's own weights (it started from pretrained={})", pretrained);
+  } else if (pretrained != "true" && pretrained != "false") {  // weights by name and shape from another file
     if (t.resume) throw UsageError(fmt::format("pretrained={} cannot be combined with resume=true: a resumed run continues its own weights", pretrained));
     const models::Checkpoint source = models::read_checkpoint(pretrained);
     const std::size_t kept = load_matching(*loaded.model.module, source.model);

@@ -62,6 +62,7 @@ struct Training {
   // optimisation
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::optional<Schedule> schedule;
+  double lr_scale = 1.0;  // the schedule's multiplier: halved by each divergence recovery, kept in checkpoints
   bool autocast = false;
   c10::ScalarType amp_dtype = c10::kHalf;
   // float32's time over bfloat16's for a convolution on this CPU (measure_cpu_bf16_speedup), measured

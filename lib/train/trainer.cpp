@@ -55,21 +55,6 @@ struct Divergence : RuntimeError {
   using RuntimeError::RuntimeError;
 };
 
-// The name of the first tensor holding a NaN or an infinity, if any; one device-to-host read.
-std::optional<std::string> first_non_finite(const models::NamedTensors& tensors) {
-  std::vector<at::Tensor> flags;
-  std::vector<const std::string*> names;
-  for (const auto& [name, tensor] : tensors) {
-    if (!at::isFloatingType(tensor.scalar_type())) continue;
-    flags.push_back(at::isfinite(tensor).all().to(at::kCPU));
-    names.push_back(&name);
-  }
-  if (flags.empty()) return std::nullopt;
-  const at::Tensor finite = at::stack(flags);
-  if (finite.all().item<bool>()) return std::nullopt;
-  return *names[static_cast<std::size_t>(finite.logical_not().nonzero()[0][0].item<std::int64_t>())];
-}
-
 // Whether any rank says yes (every rank gets the same answer); `local` in a single process.
 bool any_rank(Collectives* dist, bool local) {
   if (!dist) return local;
@@ -99,8 +84,8 @@ class RunRecord {
   void save(const fs::path& path, int epoch_done, std::int64_t batches_done) {
     state_.train_seconds = elapsed();
     models::Checkpoint c = make_checkpoint(t_, state_, epoch_done, batches_done);
-    auto bad = first_non_finite(c.model);
-    if (const auto* raw = c.extra("train_model"); !bad && raw) bad = first_non_finite(models::tensors_of(*raw));
+    auto bad = models::first_non_finite(c.model);
+    if (const auto* raw = c.extra("train_model"); !bad && raw) bad = models::first_non_finite(models::tensors_of(*raw));
     if (any_rank(t_.dist, bad.has_value())) {  // BatchNorm statistics may differ between ranks
       throw Divergence(fmt::format("non-finite values in {} after epoch {}, batch {} ({} not written)",
                                    bad ? *bad : std::string("another rank's BatchNorm statistics"), state_.epoch + 1,
@@ -458,22 +443,26 @@ class Trainer {
 };
 
 // Reloads the last good state (last.pt of this run, else the starting state) and runs the epoch
-// again; a fourth divergence ends the run.
+// again at half the learning rate: the same state, data and step size would diverge the same way
+// (the data order and augmentation are drawn from (seed, epoch)). A fourth divergence ends the run.
 void Trainer::recover(const Divergence& divergence) {
   const bool from_last = record_.has_own_last();
   if (++recoveries_ > 3) {
-    throw RuntimeError(fmt::format("training diverged again after 3 recoveries ({}); {}. Lower lr0, check the labels, or "
-                                   "train in float32 (amp=false)",
-                                   divergence.what(),
+    throw RuntimeError(fmt::format("training diverged again after 3 recoveries, the last at {}x the learning rate ({}); "
+                                   "{}. Lower lr0 further, check the labels, or train in float32 (amp=false)",
+                                   t_.lr_scale, divergence.what(),
                                    from_last ? fmt::format("{} holds the last good weights", record_.last().string())
                                              : std::string("no checkpoint was written")));
   }
-  log::warn("{}: reloading {} and training on (recovery {}/3)", divergence.what(),
-            from_last ? record_.last().string() : std::string("the starting weights"), recoveries_);
+  const double lr_scale = t_.lr_scale * 0.5;
+  log::warn("{}: reloading {} and training on at half the learning rate (lr x{} from now on; recovery {}/3)",
+            divergence.what(), from_last ? record_.last().string() : std::string("the starting weights"), lr_scale,
+            recoveries_);
   const models::Checkpoint good = from_last ? models::read_checkpoint(record_.last()) : *start_;
   t_.optimizer->state().clear();  // a checkpoint written before the first step holds none
   if (auto* capturable = dynamic_cast<CapturableOptimizer*>(t_.optimizer.get())) capturable->state_loaded();
   load_run_state(t_, state_, good, /*weights=*/true);
+  t_.lr_scale = lr_scale;  // not the reloaded checkpoint's
   if (t_.graphs) t_.graphs->invalidate("recovering from a divergence: new optimizer state");
   t_.apply_schedule(state_.optimizer_steps);
   state_.epoch = state_.start_epoch;

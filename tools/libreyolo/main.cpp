@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <array>
 #include <cstdlib>
 #include <exception>
@@ -74,6 +76,10 @@ int main(int argc, char** argv) {
 
   const std::string name = arguments.front();
   arguments.erase(arguments.begin());
+  // A file-size limit (ulimit -f) then fails the write with EFBIG, which the writers report as they
+  // do a full disk (temporary file removed, status.json "failed", exit 1), instead of SIGXFSZ killing
+  // the process mid-write. Inherited by the re-exec below and by the ranks a launcher starts.
+  ::signal(SIGXFSZ, SIG_IGN);
   libreyolo::choose_intra_op_threads();
   choose_openmp_wait_policy(argv, name);
   for (const auto& command : kSubcommands) {

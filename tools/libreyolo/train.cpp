@@ -23,6 +23,7 @@
 
 #include <ATen/Parallel.h>
 #include <fmt/core.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -162,6 +163,22 @@ std::filesystem::path prepare_run_dir(const config::Config& config, bool resume,
   return run_dir;
 }
 
+// A resume's command-line overrides (epochs=3 ...) go into the run's train_config.yaml, so that a
+// later resume keeps them; the run's own model= and resume= stay as they were.
+void keep_overrides(const std::filesystem::path& run_config, const config::Config& config) {
+  config::Config saved = config;
+  try {
+    const YAML::Node before = YAML::LoadFile(run_config.string());
+    for (const char* key : {"model", "resume"}) {
+      if (before[key] && before[key].IsScalar()) saved.set(key, before[key].as<std::string>(), config::Source::cfg_file);
+    }
+  } catch (const YAML::Exception& error) {
+    log::warn("{}: not updated with this resume's settings ({})", run_config.string(), error.what());
+    return;
+  }
+  write_file_atomically(run_config, saved.to_yaml());
+}
+
 // The training of rank 0 (or of the only process): the run folder, its lock and its files.
 int train_in_run_dir(const config::Config& config, dist::Group* group, dist::GroupCollectives* collectives) {
   const bool resume = config.get_text("resume") == "true";
@@ -172,6 +189,7 @@ int train_in_run_dir(const config::Config& config, dist::Group* group, dist::Gro
     if (const int stale = remove_stale_temporaries(folder)) log::info("Removed {} temporary file(s) a killed run left in {}", stale, folder.string());
   }
   if (!resume) write_file_atomically(run_dir / "train_config.yaml", config.to_yaml());
+  else keep_overrides(run_dir / "train_config.yaml", config);
   log::info("Logging results to {}", run_dir.string());
   if (group) publish_run_dir(*group, run_dir.string());
   train::HookList hooks;
@@ -231,7 +249,7 @@ int run_train(const Arguments& arguments) {
     with_run.insert(with_run.end(), given.begin(), given.end());
     config = models::parse_arguments(config::command_train, with_run);
   }
-  for (const auto& note : config.notes()) log::info("{}", note);
+  for (const auto& note : config.notes()) log::warn("{}", note);  // shown under quiet=true too
   require_data_argument(config.get_text("data"));
   if (config.get_bool("dry_run")) {  // LibreYOLO: print the resolved configuration, load nothing
     fmt::print("{}", config.to_yaml());

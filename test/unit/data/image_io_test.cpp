@@ -214,3 +214,47 @@ TEST_CASE("a truncated JPEG decodes as far as it goes; garbage is corrupt", "[im
   CHECK_THROWS_AS(read_image_info(folder / "header_only.jpg"), CorruptImage);
   std::filesystem::remove_all(folder);
 }
+
+TEST_CASE("an image over the pixel limit is refused from its header, before its pixels are decoded", "[image_io]") {
+  const auto refused = [](const std::vector<std::uint8_t>& bytes) {
+    try {
+      decode_image_bytes(bytes);
+    } catch (const CorruptImage& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  const std::string limit = "20000x20000 = 400000000 pixels, over the 89478485-pixel limit";
+  // a PNG whose IHDR says 20000x20000 (and nothing after it: decoding would fail otherwise)
+  std::vector<std::uint8_t> png{0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};
+  for (const std::uint32_t side : {20000u, 20000u}) {
+    for (int shift = 24; shift >= 0; shift -= 8) png.push_back(static_cast<std::uint8_t>(side >> shift));
+  }
+  png.insert(png.end(), {8, 2, 0, 0, 0, 0, 0, 0, 0});
+  CHECK_THAT(refused(png), Catch::Matchers::Contains(limit));
+  // a JPEG whose frame header (SOF0) says 20000x20000: libjpeg-turbo's header read, then the limit
+  std::vector<std::uint8_t> jpeg = encode_image(cv::Mat(16, 16, CV_8UC3, cv::Scalar(10, 200, 30)), ".jpg", 90);
+  bool patched = false;
+  for (std::size_t i = 2; i + 9 < jpeg.size() && !patched; ++i) {
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) {
+      jpeg[i + 5] = jpeg[i + 7] = 20000 >> 8;
+      jpeg[i + 6] = jpeg[i + 8] = 20000 & 0xFF;
+      patched = true;
+    }
+  }
+  REQUIRE(patched);
+  CHECK_THAT(refused(jpeg), Catch::Matchers::Contains(limit));
+  // a BMP header (BITMAPINFOHEADER, top-down rows: a negative height)
+  std::vector<std::uint8_t> bmp(54, 0);
+  bmp[0] = 'B';
+  bmp[1] = 'M';
+  const auto put32 = [&](std::size_t at, std::int32_t v) {
+    for (int k = 0; k < 4; ++k) bmp[at + k] = static_cast<std::uint8_t>(static_cast<std::uint32_t>(v) >> (8 * k));
+  };
+  put32(14, 40);
+  put32(18, 20000);
+  put32(22, -20000);
+  CHECK_THAT(refused(bmp), Catch::Matchers::Contains(limit));
+  // under the limit, decoding goes on
+  CHECK(decode_image_bytes(encode_image(cv::Mat(16, 16, CV_8UC3, cv::Scalar(1, 2, 3)), ".jpg")).cols == 16);
+}

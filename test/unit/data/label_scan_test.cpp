@@ -117,3 +117,18 @@ TEST_CASE("a folder marked read-only gets no cache file", "[label_scan]") {
   ::chmod(root.c_str(), 0755);
   fs::remove_all(root);
 }
+
+TEST_CASE("a label of binary junk is a corrupt label, and the cache is still written", "[label_scan]") {
+  const auto root = fresh_folder("junk");
+  const auto images = build_corrupted_dataset(root);
+  write_text(root / "labels" / "four_columns.txt", std::string("\x89PNG\r\n\x1a\n\x00\xff\xfe junk", 17));
+  const auto result = scan_images(images, 3);
+  CHECK(fs::exists(result.cache_file));  // the message with the junk went into the JSON cache
+  const auto junk = std::find_if(result.messages.begin(), result.messages.end(),
+                                 [](const std::string& m) { return m.find("four_columns") != std::string::npos; });
+  REQUIRE(junk != result.messages.end());
+  INFO(*junk);
+  CHECK(junk->find("\\x89PNG") != std::string::npos);
+  CHECK(scan_images(images, 3).from_cache);
+  fs::remove_all(root);
+}

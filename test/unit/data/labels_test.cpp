@@ -65,3 +65,14 @@ TEST_CASE("corrupt rows say why", "[labels]") {
   CHECK(reason("0 0.5 0.5 abc 0.2").find("not a number") != std::string::npos);
   CHECK(reason("0 0.5 0.5 0.0 0.2").find("width and height") != std::string::npos);
 }
+
+TEST_CASE("binary junk in a label is named escaped: no raw control or invalid UTF-8 bytes", "[labels]") {
+  const std::string why = reason(std::string("\x01\xff\x1b[31mjunk\xc3\xa9 0 .5 .5 .1 .1\n", 24));
+  INFO(why);
+  CHECK(why.find("line 1: '\\x01\\xff\\x1b[31mjunk\xc3\xa9' is not a number") != std::string::npos);
+  for (const char c : why) CHECK((static_cast<unsigned char>(c) >= 0x20 && c != 0x7f));
+  const std::string long_junk(100000, '\x02');
+  const std::string cut = reason(long_junk + "\n");
+  CHECK(cut.size() < 200);
+  CHECK(cut.find("...") != std::string::npos);
+}

@@ -7,6 +7,7 @@
 #include <caffe2/serialize/inline_container.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -204,4 +205,50 @@ TEST_CASE("YOLOv9 checkpoints load at the class-tower width they hold, without t
   checkpoint.model = state_dict(*build_model(parse_model_name("yolo9-t"), 4).module);
   write_checkpoint(dir.path / "v9_formula.pt", checkpoint);
   CHECK(load_model((dir.path / "v9_formula.pt").string(), 80).class_hidden == 64);
+}
+
+TEST_CASE("A checkpoint whose weights hold NaN or infinity is refused, naming the file and the tensor", "[checkpoint]") {
+  TempDir dir;
+  LoadedModel built = load_model("yolox-n", 3);
+  Checkpoint checkpoint;
+  checkpoint.family = "yolox";
+  checkpoint.size = "n";
+  checkpoint.class_count = 3;
+  checkpoint.names = {"cat", "dog", "bird"};
+  checkpoint.image_size = 416;
+  checkpoint.model = state_dict(*built.model.module);
+  write_checkpoint(dir.path / "good.pt", checkpoint);
+  CHECK_NOTHROW(read_checkpoint(dir.path / "good.pt"));
+  NamedTensors raw;
+  for (const auto& [name, tensor] : checkpoint.model) raw.emplace_back(name, tensor.clone());
+  const auto poison = [](NamedTensors& tensors, std::size_t skip, double value) {  // the skip-th floating tensor
+    for (auto& [name, tensor] : tensors) {
+      if (!tensor.is_floating_point() || skip-- > 0) continue;
+      tensor = tensor.clone();
+      tensor.view(-1)[0] = value;
+      return name;
+    }
+    return std::string();
+  };
+  for (const char* extension : {".pt", ".safetensors"}) {  // the EMA weights (`model`), in both formats
+    Checkpoint bad = checkpoint;
+    const std::string name = poison(bad.model, 5, std::nan(""));
+    const fs::path path = dir.path / (std::string("nan") + extension);
+    write_checkpoint(path, bad);
+    try {
+      read_checkpoint(path);
+      FAIL("a NaN weight was read");
+    } catch (const ModelError& error) {
+      const std::string what = error.what();
+      INFO(what);
+      CHECK(what.find(path.string()) != std::string::npos);
+      CHECK(what.find(name) != std::string::npos);
+      CHECK(what.find("NaN or infinite") != std::string::npos);
+    }
+  }
+  Checkpoint bad = checkpoint;  // the raw weights a resume trains on, an infinity
+  const std::string name = poison(raw, 2, INFINITY);
+  bad.set_extra("train_model", tensor_dict(raw));
+  write_checkpoint(dir.path / "inf.pt", bad);
+  CHECK_THROWS_WITH(read_checkpoint(dir.path / "inf.pt"), Catch::Matchers::Contains("tensor " + name + " holds NaN"));
 }

@@ -1,6 +1,7 @@
 // The steps' logged values kept on the device until read: sums per term, the step count, the
 // gradient flag ANDed, one read that starts again; read every step on the CPU (interval 1).
 #include "train/step_losses.h"
+#include "train/progress.h"
 
 #include <ATen/ATen.h>
 
@@ -50,4 +51,14 @@ TEST_CASE("step losses: summed until read, due every N steps, gradient flags AND
   every.add(terms(std::nan(""), 0.1), names, at::Tensor());
   CHECK(every.due());
   CHECK(std::isnan(every.read().sums[0]));
+}
+
+TEST_CASE("progress line: every loss keeps its 11-character column, however large", "[trainer]") {
+  libreyolo::train::ProgressValues v{.epoch = 1, .epochs = 3, .losses = {5.3e13, 1.23456, 123456.0, -7.5e-5},
+                                     .instances = 4, .size = 64, .done = 1, .total = 2};
+  const std::string line = libreyolo::train::Progress::line(v);
+  INFO(line);
+  // after the epoch and memory columns, the four losses: 11 characters each, right-aligned, apart
+  const std::string losses = line.substr(22, 44);
+  CHECK(losses == "    5.3e+13      1.235  1.235e+05   -7.5e-05");
 }

@@ -9,6 +9,8 @@
 #include "test_util.h"
 
 #include <filesystem>
+#include <sstream>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <unistd.h>
@@ -45,10 +47,9 @@ models::NamedTensors write_yolo9t_checkpoint(const fs::path& path, const std::fu
 
 }  // namespace
 
-TEST_CASE("Weights that stay NaN: three recoveries, then a clear failure and no NaN checkpoint", "[trainer]") {
+TEST_CASE("A checkpoint of NaN weights is refused before training, naming the file", "[trainer]") {
   TempDir dir;
   const auto synth = data::write_synthetic_dataset({.out = dir.path / "ds", .train_images = 8, .val_images = 4, .image_size = 64});
-  // A checkpoint whose weights are all NaN: every loss is NaN, and so is the starting state.
   write_yolo9t_checkpoint(dir.path / "nan.pt", [](at::Tensor& tensor) {
     if (at::isFloatingType(tensor.scalar_type())) tensor = at::full_like(tensor, std::nan(""));
   });
@@ -56,22 +57,19 @@ TEST_CASE("Weights that stay NaN: three recoveries, then a clear failure and no 
                                            "epochs=1", "batch=4", "imgsz=64", "workers=0", "quiet=true"};
   const auto config = models::parse_arguments(config::command_train, arguments);
   fs::create_directories(dir.path / "run");
+  train::HookList hooks;
   try {
-    train::HookList hooks;
     train::run_training(config, dir.path / "run", hooks);
-    FAIL("training on NaN weights did not stop");
-  } catch (const RuntimeError& error) {
-    CHECK_THAT(error.what(), Catch::Contains("training diverged again after 3 recoveries") &&
-                                 Catch::Contains("the loss is nan") && Catch::Contains("no checkpoint was written"));
-    CHECK(static_cast<int>(error.exit_code()) == 1);
+    FAIL("training started from NaN weights");
+  } catch (const ModelError& error) {
+    CHECK_THAT(error.what(), Catch::Contains((dir.path / "nan.pt").string() + ": tensor ") &&
+                                 Catch::Contains("holds NaN or infinite values"));
   }
-  CHECK_FALSE(fs::exists(dir.path / "run" / "weights" / "last.pt"));  // no file of NaN
-  const std::string status = test_util::read_all(dir.path / "run" / "status.json");
-  CHECK_THAT(status, Catch::Contains("\"failed\"") && Catch::Contains("\"message\""));
-  CHECK_THAT(test_util::read_all(dir.path / "run" / "train.log"), Catch::Contains("(recovery 3/3)"));
+  CHECK_FALSE(fs::exists(dir.path / "run" / "weights" / "last.pt"));
 }
 
-// Fills one weight tensor with NaN once, at a given step: a transient divergence.
+// Fills one weight tensor with NaN at a given step (a transient divergence), or at every step
+// (at_step 0: a divergence no recovery can cure).
 struct PoisonOnce : train::TrainHook {
   std::int64_t at_step;
   torch::nn::Module* model = nullptr;
@@ -79,11 +77,36 @@ struct PoisonOnce : train::TrainHook {
   explicit PoisonOnce(std::int64_t step) : at_step(step) {}
   void on_train_start(const train::RunInfo& run, const train::TrainState&) override { model = run.model; }
   void on_step_start(const train::TrainState&) override {
-    if (++steps != at_step) return;
+    if (++steps != at_step && at_step != 0) return;
     at::NoGradGuard no_grad;
     model->parameters().front().fill_(std::nan(""));
   }
 };
+
+TEST_CASE("A divergence that comes back: three recoveries at 1/2, 1/4, 1/8 the learning rate, then a clear failure", "[trainer]") {
+  TempDir dir;
+  const auto synth = data::write_synthetic_dataset({.out = dir.path / "ds", .train_images = 8, .val_images = 4, .image_size = 64});
+  const std::vector<std::string> arguments{"model=yolo9-t", "data=" + synth.yaml.string(), "epochs=1", "batch=4",
+                                           "imgsz=64", "workers=0", "aux_weight=0", "quiet=true"};
+  const auto config = models::parse_arguments(config::command_train, arguments);
+  fs::create_directories(dir.path / "run");
+  try {
+    train::HookList hooks;
+    hooks.add(std::make_unique<PoisonOnce>(0));
+    train::run_training(config, dir.path / "run", hooks);
+    FAIL("training that diverges at every step did not stop");
+  } catch (const RuntimeError& error) {
+    CHECK_THAT(error.what(), Catch::Contains("training diverged again after 3 recoveries, the last at 0.125x the learning rate") &&
+                                 Catch::Contains("no checkpoint was written"));
+    CHECK(static_cast<int>(error.exit_code()) == 1);
+  }
+  CHECK_FALSE(fs::exists(dir.path / "run" / "weights" / "last.pt"));  // no file of NaN
+  const std::string status = test_util::read_all(dir.path / "run" / "status.json");
+  CHECK_THAT(status, Catch::Contains("\"failed\"") && Catch::Contains("\"message\""));
+  const std::string log = test_util::read_all(dir.path / "run" / "train.log");
+  CHECK_THAT(log, Catch::Contains("half the learning rate (lr x0.5 from now on; recovery 1/3)") &&
+                      Catch::Contains("(lr x0.25 from now on; recovery 2/3)") && Catch::Contains("(lr x0.125 from now on; recovery 3/3)"));
+}
 
 TEST_CASE("A transient NaN: the last good last.pt is reloaded and training goes on", "[trainer]") {
   TempDir dir;
@@ -99,8 +122,30 @@ TEST_CASE("A transient NaN: the last good last.pt is reloaded and training goes 
   CHECK(outcome.result["state"] == "completed");
   CHECK(outcome.result["epochs_completed"] == 3);
   const std::string log = test_util::read_all(dir.path / "run" / "train.log");
-  CHECK_THAT(log, Catch::Contains("reloading") && Catch::Contains("last.pt") && Catch::Contains("(recovery 1/3)"));
+  CHECK_THAT(log, Catch::Contains("reloading") && Catch::Contains("last.pt") && Catch::Contains("(lr x0.5 from now on; recovery 1/3)"));
   const auto last = models::read_checkpoint(dir.path / "run" / "weights" / "last.pt");
+  // the rest of the run trained at half the schedule's learning rate, and a resume would keep it
+  REQUIRE(last.extra("lr_scale"));
+  CHECK(last.extra("lr_scale")->toDouble() == 0.5);
+  fs::create_directories(dir.path / "clean");
+  train::HookList no_hooks;
+  train::run_training(config, dir.path / "clean", no_hooks);
+  const auto final_lr = [](const fs::path& run) {  // lr/group0 of the last row of results.csv
+    std::ifstream csv(run / "results.csv");
+    std::string header, row, last_row;
+    std::getline(csv, header);
+    while (std::getline(csv, row)) last_row = row;
+    const auto column = [](const std::string& line, std::size_t index) {
+      std::stringstream fields(line);
+      std::string field;
+      for (std::size_t i = 0; i <= index; ++i) std::getline(fields, field, ',');
+      return field;
+    };
+    std::size_t index = 0;
+    while (column(header, index) != "lr/group0") ++index;
+    return std::stod(column(last_row, index));
+  };
+  CHECK(final_lr(dir.path / "run") == Approx(0.5 * final_lr(dir.path / "clean")).epsilon(1e-9));
   for (const auto& [name, tensor] : last.model) {
     if (at::isFloatingType(tensor.scalar_type())) {
       INFO(name);
