@@ -102,6 +102,13 @@ class RunRecord {
     auto status = status_of(state, epoch_done);
     status["eta_s"] = eta;
     files_.write_status(status);
+    if (state == "running" || state == "interrupted") {  // what a second Ctrl-C leaves, if it comes
+      auto cut = status_of("interrupted", epoch_done);
+      cut["message"] = "second stop signal: exited without saving; weights/last.pt holds the last completed save";
+      prepare_second_signal_status(run_dir_ / "status.json", cut.dump(2) + "\n");
+    } else {
+      clear_second_signal_status();
+    }
   }
   void add_epoch(const nlohmann::ordered_json& row) {
     if (writes_) files_.add_epoch(row);
@@ -109,6 +116,7 @@ class RunRecord {
   // status.json and train.log say that the run failed, where, and why.
   void failed(const std::string& message) const {
     if (!writes_) return;
+    clear_second_signal_status();
     auto status = status_of("failed", state_.epoch + 1);
     status["batch"] = state_.batch;
     status["message"] = message;

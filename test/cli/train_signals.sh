@@ -24,10 +24,15 @@ expect_in runs/val/status.json '"state": "completed"'
 "$LIBREYOLO" train model=yolo9-t data=ds/data.yaml epochs=300 batch=8 imgsz=320 workers=1 val=false project=runs \
   name=twice >"$WORK/out" 2>"$WORK/err" &
 pid=$!
-wait_for runs/twice/status.json '"running"' && sleep 1 && kill -INT "$pid" && sleep 0.3 && kill -INT "$pid"
+# (the second 50 ms after the first, while the first waits for the step to end: a step at 320 takes
+# about a second)
+wait_for runs/twice/status.json '"running"' && sleep 0.3 && kill -INT "$pid" && sleep 0.05 && kill -INT "$pid"
 wait "$pid"; code=$?
 [ "$code" -eq 130 ] || { fail "two SIGINTs exited $code, expected 130"; sed 's/^/  stderr: /' "$WORK/err"; }
 expect_in "$WORK/err" "second stop signal: exiting now without saving"
+expect_in runs/twice/status.json '"state": "interrupted"'
+expect_in runs/twice/status.json 'second stop signal: exited without saving'
+ls runs/twice | grep -q 'tmp' && fail "a temporary file left in runs/twice: $(ls runs/twice)"
 if [ -e runs/twice/weights/last.pt ]; then
   expect_exit 0 info model=runs/twice/weights/last.pt imgsz=64
 fi
