@@ -349,11 +349,44 @@ class Unpickler {
 
 }  // namespace
 
+namespace {
+
+// A torch.save file is a zip archive: its first bytes are a local file header, its last ones (within
+// the last 64 KiB, a comment's room) the end-of-central-directory record. Told apart here, so that a
+// cut file gets its own message instead of miniz's.
+void check_zip_frame(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::uint64_t size = std::filesystem::file_size(path);
+  std::string head(4, '\0');
+  in.read(head.data(), 4);
+  if (!in || head != std::string("PK\x03\x04", 4)) {
+    throw ModelError(fmt::format("{}: not a readable torch.save file: not a zip archive (torch.save's format since torch "
+                                 "1.6); an empty, legacy or foreign file", path.string()));
+  }
+  const std::uint64_t tail_size = std::min<std::uint64_t>(size, 65536 + 22);
+  std::string tail(tail_size, '\0');
+  in.seekg(static_cast<std::streamoff>(size - tail_size));
+  in.read(tail.data(), static_cast<std::streamsize>(tail_size));
+  // the record is 22 bytes and a comment its last two announce, the file's very end
+  const std::size_t end_record = tail.rfind(std::string("PK\x05\x06", 4));
+  const bool whole = in && end_record != std::string::npos && end_record + 22 <= tail.size() &&
+                     end_record + 22 + (static_cast<unsigned char>(tail[end_record + 20]) |
+                                        static_cast<std::size_t>(static_cast<unsigned char>(tail[end_record + 21])) << 8) ==
+                         tail.size();
+  if (!whole) {
+    throw ModelError(fmt::format("{}: the file is cut short ({} bytes, no zip end record): an interrupted save or copy; "
+                                 "copy it again or take another checkpoint (best.pt, epoch_N.pt)", path.string(), size));
+  }
+}
+
+}  // namespace
+
 c10::IValue read_torch_file(const std::filesystem::path& path, bool tensor_data) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
     throw ModelError(fmt::format("{}: no such weights file", path.string()));
   }
+  check_zip_frame(path);
   try {
     caffe2::serialize::PyTorchStreamReader archive(path.string());
     if (archive.hasRecord("byteorder")) {
@@ -377,6 +410,7 @@ c10::IValue read_torch_file(const std::filesystem::path& path, bool tensor_data)
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (const auto newline = what.find('\n'); newline != std::string::npos) what.resize(newline);
+    if (const auto blurb = what.find(". This is an internal miniz error"); blurb != std::string::npos) what.resize(blurb);
     throw ModelError(fmt::format("{}: not a readable torch.save file (zip format, torch ≥ 1.6): {}", path.string(), what));
   }
 }

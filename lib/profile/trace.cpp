@@ -115,6 +115,11 @@ Trace parse_trace(const nlohmann::json& document, const std::string& source_name
   for (auto& [id, flow] : open_flows) {
     if (flow.from_us > 0 && flow.to_us > 0) trace.flows.push_back(flow);
   }
+  if (trace.events.empty()) {  // `[]`, an empty traceEvents, or only metadata: a report of nothing
+    throw UsageError(fmt::format("{}: a trace without any complete (\"ph\": \"X\") event, so nothing to analyse; give "
+                                 "the profile_trace.json or profile.json of a `libreyolo profile run`",
+                                 source_name));
+  }
   return trace;
 }
 

@@ -42,6 +42,8 @@ std::vector<std::string> device_list(const std::string& text) {
 }
 
 int per_rank_batch(int batch, int world_size) {
+  if (batch == -1) throw UsageError("batch=-1 (AutoBatch) needs a GPU and is not built yet: give a batch size such as batch=16");
+  if (batch < 1) throw UsageError(fmt::format("batch={} is not a batch size: give 1 or more, such as batch=16", batch));
   if (world_size <= 1) return batch;
   if (batch % world_size != 0) {
     const int lower = std::max(world_size, batch / world_size * world_size);
@@ -426,7 +428,6 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   t->seed = static_cast<std::uint64_t>(std::max<std::int64_t>(0, config.get_int("seed")));
   torch::manual_seed(t->seed);  // the same on every rank: the starting weights agree before rank 0's are broadcast
   t->global_batch = static_cast<int>(config.get_int("batch"));
-  if (t->global_batch < 1) throw UsageError("batch must be ≥ 1 (batch=-1, AutoBatch, needs a GPU and is not built yet)");
   t->batch_size = per_rank_batch(t->global_batch, t->world_size());
   t->workers = static_cast<int>(config.get_int("workers"));
   if (const int cpus = usable_cpus(); t->workers > cpus) {

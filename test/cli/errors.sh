@@ -38,6 +38,13 @@ expect_lines "$WORK/err" 1
 printf 'not a zip' > "$WORK/broken.pt"
 expect_exit 4 info model="$WORK/broken.pt"
 expect_in "$WORK/err" "not a readable torch.save file"
+"$LIBREYOLO" data synth out="$WORK/ds" synth_images=4 synth_val_images=2 synth_size=64 quiet=true >/dev/null 2>&1 &&
+  "$LIBREYOLO" train model=yolo9-t data="$WORK/ds/data.yaml" epochs=1 imgsz=64 batch=4 val=false quiet=true \
+    project="$WORK/runs" name=cut >/dev/null 2>&1 || fail "the training that writes a checkpoint to cut short failed"
+head -c 50000 "$WORK/runs/cut/weights/last.pt" > "$WORK/cut.pt"
+expect_exit 4 val model="$WORK/cut.pt" data="$WORK/ds/data.yaml" imgsz=64
+expect_in "$WORK/err" "cut.pt: the file is cut short (50000 bytes, no zip end record)"
+grep -q miniz "$WORK/err" && fail "a cut checkpoint shows LibTorch's miniz text: $(cat "$WORK/err")"
 # a safetensors header whose shape asks for 40 PB: refused before any allocation
 header='{"w":{"dtype":"F32","shape":[100000,100000,1000000],"data_offsets":[0,4]}}'
 { printf '\112\000\000\000\000\000\000\000'; printf '%s' "$header"; printf '\000\000\000\000'; } > "$WORK/huge.safetensors"

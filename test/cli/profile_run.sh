@@ -58,6 +58,9 @@ expect_exit 2 profile summary empty_run
 expect_in "$WORK/err" "without profile.json"
 expect_exit 2 profile summary no_such_profile.json
 expect_in "$WORK/err" "no_such_profile.json"
+echo '[]' > empty_trace.json
+expect_exit 2 profile summary empty_trace.json
+expect_in "$WORK/err" "empty_trace.json: a trace without any complete"
 echo '{"hello": 1}' > not_a_trace.json
 expect_exit 2 profile phases not_a_trace.json
 expect_in "$WORK/err" "not a Chrome trace"

@@ -41,8 +41,16 @@ expect_in "$WORK/err" "Removed 1 temporary file(s)"
 expect_in "$good/status.json" '"state": "completed"'
 
 # commands that fail before training starts leave no run folder
+# (and say so before "Logging results to ...", in their own words)
 expect_exit 2 train model=yolo9-t data=ds/data.yaml epochs=1 batch=0 imgsz=64 project=orphans name=a
+expect_in "$WORK/err" "batch=0 is not a batch size: give 1 or more"
+grep -q "batch=-1\|Logging results" "$WORK/err" && fail "batch=0: $(cat "$WORK/err")"
+expect_exit 2 train model=yolo9-t data=ds/data.yaml epochs=1 batch=-1 imgsz=64 project=orphans name=a
+expect_in "$WORK/err" "batch=-1 (AutoBatch) needs a GPU and is not built yet"
 expect_exit 2 train model=yolo9-t data=ds/data.yaml epochs=1 imgsz=64 device=cuda:0 project=orphans name=b
+grep -q "Logging results" "$WORK/err" && fail "device=cuda:0 logged a run folder before its error: $(cat "$WORK/err")"
+expect_exit 2 train model=yolo9-t data=ds/data.yaml epochs=1 imgsz=64 project= name=b
+expect_in "$WORK/err" "project='' is not valid"
 mkdir -p empty/images/train empty/images/val
 printf 'path: %s\ntrain: images/train\nval: images/val\nnames: [a]\n' "$PWD/empty" > empty/data.yaml
 expect_exit 3 train model=yolo9-t data=empty/data.yaml epochs=1 imgsz=64 project=orphans name=c

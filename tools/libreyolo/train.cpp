@@ -255,8 +255,10 @@ int run_train(const Arguments& arguments) {
     fmt::print("{}", config.to_yaml());
     return 0;
   }
-  // A wrong data= fails here, before a run folder is made or a process started.
+  // A wrong data=, batch= or device= fails here, before a run folder is made or a process started.
   (void)data::load_dataset_spec(config.get_text("data"));
+  (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), 1);
+  if (!env.distributed() && local_processes(config) <= 1) (void)train::resolve_device(config.get_text("device"), std::nullopt);
   if (!env.distributed()) {
     if (const int nproc = local_processes(config); nproc * config.get_int("nnodes") > 1) return launch_ranks(arguments, config, nproc);
   }

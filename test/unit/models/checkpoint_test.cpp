@@ -175,6 +175,16 @@ TEST_CASE("The torch.save reader refuses globals it does not know and tensors ou
 
   std::ofstream(dir.path / "text.pt") << "not a zip";
   CHECK_THAT(message_of([&] { read_torch_file(dir.path / "text.pt"); }), Catch::Contains("not a readable torch.save file"));
+  // a file cut short (an interrupted copy): said as such, without miniz's own text
+  std::ifstream whole(dir.path / "ordered.pt", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(whole)), std::istreambuf_iterator<char>());
+  for (const std::size_t keep : {bytes.size() / 2, bytes.size() - 3}) {
+    std::ofstream(dir.path / "cut.pt", std::ios::binary) << bytes.substr(0, keep);
+    const std::string message = message_of([&] { read_torch_file(dir.path / "cut.pt"); });
+    INFO(message);
+    CHECK_THAT(message, Catch::Contains("the file is cut short") && Catch::Contains("interrupted save or copy"));
+    CHECK_THAT(message, !Catch::Contains("miniz"));
+  }
 }
 
 TEST_CASE("YOLOv9 checkpoints load at the class-tower width they hold, without the PGI branch", "[checkpoint]") {

@@ -75,6 +75,11 @@ TEST_CASE("trace file round trip, flows and names kept", "[profile]") {
   CHECK(profiler_step_number("ProfilerStep#12") == 12);
   CHECK(profiler_step_number("step/forward") == -1);
   CHECK_THROWS_AS(parse_trace(nlohmann::json::object(), "x.json"), libreyolo::UsageError);
+  // no complete event: nothing to analyse, said instead of an empty report
+  for (const char* empty : {"[]", R"({"traceEvents": []})", R"([{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "x"}}])"}) {
+    INFO(empty);
+    CHECK_THROWS_WITH(parse_trace(nlohmann::json::parse(empty), "e.json"), Catch::Contains("e.json: a trace without any complete"));
+  }
 }
 
 TEST_CASE("timeline data: lanes, row packing, GPU phase spans, </ escaped", "[profile]") {
