@@ -1,6 +1,7 @@
 #include "dist/collectives.h"
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <algorithm>
@@ -15,6 +16,21 @@ at::Tensor on_device(const at::Tensor& tensor, const c10::Device& device) {
 }
 
 }  // namespace
+
+std::optional<std::string> lost_peer_message(std::string_view what, int rank, int world_size) {
+  for (const char* sign : {"Connection reset by peer", "Connection closed by peer", "Timed out", "timed out", "Broken pipe",
+                           "Socket Timeout"}) {
+    if (what.find(sign) == std::string_view::npos) continue;
+    return fmt::format("rank {} of {} lost contact with another rank ({}): it failed, was killed, or did not answer within "
+                       "dist_timeout; its own message says why. This rank stops too",
+                       rank, world_size, sign);
+  }
+  return std::nullopt;
+}
+
+std::string GroupCollectives::describe_failure(const std::exception& error) const {
+  return lost_peer_message(error.what(), rank(), world_size()).value_or(error.what());
+}
 
 void GroupCollectives::all_reduce(at::Tensor& tensor, c10d::ReduceOp::RedOpType op) {
   std::vector<at::Tensor> tensors{on_device(tensor, device_)};

@@ -8,9 +8,17 @@
 #include "train/collectives.h"
 
 #include <c10/core/Device.h>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 namespace libreyolo::dist {
+
+// A collective that failed because a peer went away (killed, crashed, hung past dist_timeout, or its
+// machine lost), in a line a user reads instead of the transport's ("[.../pair.cc:547] Connection
+// closed by peer"); nullopt for any other failure. Every such line starts "rank R of W lost contact".
+std::optional<std::string> lost_peer_message(std::string_view what, int rank, int world_size);
 
 class GroupCollectives final : public train::Collectives {
  public:
@@ -21,6 +29,7 @@ class GroupCollectives final : public train::Collectives {
   void sum(at::Tensor& tensor) override;
   void max(at::Tensor& tensor) override;
   at::Tensor gather_rows(const at::Tensor& rows) override;
+  std::string describe_failure(const std::exception& error) const override;
 
  private:
   void all_reduce(at::Tensor& tensor, c10d::ReduceOp::RedOpType op);

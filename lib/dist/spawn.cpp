@@ -33,7 +33,59 @@ struct Rank {
   std::deque<std::string> tail;
   bool running = true;
   int exit_code = 0;
+  bool failed = false;       // ended with an error before the launcher stopped it
+  bool stopped_by_launcher = false;  // SIGKILLed after it did not end when asked
 };
+
+// Every rank that loses its peer says this (dist/collectives.h, lost_peer_message).
+bool only_lost_contact(const Rank& r) {
+  return std::any_of(r.tail.begin(), r.tail.end(),
+                     [](const std::string& line) { return line.find(" lost contact with another rank") != std::string::npos; });
+}
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGHUP: return "SIGHUP";
+    case SIGPIPE: return "SIGPIPE";
+    default: return fmt::format("signal {}", signal);
+  }
+}
+
+// Which rank the failure is: the first to fail by itself, else one that had to be killed because it
+// did not answer (a hang: its peers lost contact first), else the first to fail.
+const Rank* blamed_rank(const std::vector<const Rank*>& failures, const std::vector<Rank>& ranks) {
+  for (const Rank* r : failures) {
+    if (!only_lost_contact(*r)) return r;
+  }
+  for (const Rank& r : ranks) {
+    if (r.stopped_by_launcher) return &r;
+  }
+  return failures.empty() ? nullptr : failures.front();
+}
+
+std::string failure_message(const Rank& r, int world) {
+  if (r.stopped_by_launcher && !r.failed) {
+    return fmt::format("rank {} stopped responding: its peers lost contact with it (dist_timeout) and it did not end when "
+                       "asked, so it was killed; the other ranks were stopped. Its last lines:{}",
+                       r.rank, r.tail.empty() ? std::string(" none") : "");
+  }
+  std::string how = fmt::format("rank {} failed with exit code {}; the other ranks were stopped.", r.rank, r.exit_code);
+  if (r.exit_code > 128) how += fmt::format(" It was killed by {}.", signal_name(r.exit_code - 128));
+  if (r.tail.empty()) {
+    return how + (r.rank == 0 ? " It printed nothing." :
+                  fmt::format(" It printed nothing (ranks other than 0 print only warnings and errors; {} of {} ran)",
+                              r.rank, world));
+  }
+  return how + " Its last lines:";
+}
 
 void emit(Rank& r, const std::string& line, int tail_lines) {
   if (r.rank == 0) fmt::print(stderr, "{}\n", line);  // the console: where training reports progress
@@ -137,7 +189,8 @@ int spawn_ranks(const std::vector<std::string>& argv, const SpawnOptions& option
     r.output = pipe_ends[0];
   }
 
-  int forwarded = 0, failed_rank = -1, failed_code = 0;
+  int forwarded = 0;
+  std::vector<const Rank*> failures;  // in the order the launcher saw them end with an error
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
   bool killed = false;
   const auto signal_all = [&](int signal) {
@@ -174,17 +227,22 @@ int spawn_ranks(const std::vector<std::string>& argv, const SpawnOptions& option
         ::close(r.output);
         r.output = -1;
       }
-      if (r.exit_code != 0 && failed_rank < 0 && !forwarded) {
-        failed_rank = r.rank;
-        failed_code = r.exit_code;
-        signal_all(SIGTERM);  // the others would wait for it in a collective until the timeout
-        stop_deadline = std::chrono::steady_clock::now() + options.grace;
+      // a failure: the first non-zero exit, and any later one but a rank's clean stop on our SIGTERM
+      // or our SIGKILL (its code is the stop, not a failure of its own)
+      if (r.exit_code != 0 && !forwarded && !r.stopped_by_launcher && (failures.empty() || r.exit_code != 128 + SIGTERM)) {
+        r.failed = true;
+        failures.push_back(&r);
+        if (failures.size() == 1) {
+          signal_all(SIGTERM);  // the others would wait for it in a collective until the timeout
+          stop_deadline = std::chrono::steady_clock::now() + options.grace;
+        }
       }
     }
     const bool any_running = std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.running; });
     const bool any_output = std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.output >= 0; });
     if (!any_running && !any_output) break;
     if (any_running && !killed && std::chrono::steady_clock::now() > stop_deadline) {
+      for (auto& r : ranks) r.stopped_by_launcher = r.running;
       signal_all(SIGKILL);
       killed = true;
     }
@@ -192,13 +250,13 @@ int spawn_ranks(const std::vector<std::string>& argv, const SpawnOptions& option
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);
 
-  if (failed_rank >= 0) {
-    const Rank& r = *std::find_if(ranks.begin(), ranks.end(), [&](const Rank& x) { return x.rank == failed_rank; });
+  if (const Rank* r = blamed_rank(failures, ranks)) {
     std::string tail;
-    for (const auto& line : r.tail) tail += "\n  | " + line;
-    fmt::print(stderr, "libreyolo: error: rank {} failed with exit code {}; the other ranks were stopped. Its last lines:{}\n",
-               failed_rank, failed_code, tail);
-    return failed_code;
+    for (const auto& line : r->tail) tail += "\n  | " + line;
+    const std::string message = failure_message(*r, world);
+    fmt::print(stderr, "libreyolo: error: {}{}\n", message, tail);
+    if (options.on_failure) options.on_failure(message, r->rank);
+    return r->exit_code != 0 ? r->exit_code : 1;
   }
   if (forwarded) {
     for (const auto& r : ranks) if (r.exit_code != 0) return r.exit_code;

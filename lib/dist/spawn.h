@@ -4,10 +4,13 @@
 // 0's lines as they are, the others' prefixed "[rank N] "; only rank 0's stdout stays the
 // launcher's stdout (results such as json=true). Ctrl-C and SIGTERM are forwarded to every rank; when one rank fails, the others get
 // SIGTERM (then SIGKILL after a grace period) and the launcher exits with the failed rank's code,
-// naming it and showing its last lines.
+// naming it and showing its last lines. The rank named is the one that failed by itself: not one
+// that only lost contact with it (a peer's death or hang makes the others fail too, often first),
+// and one that did not end when asked is named as having stopped responding.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,9 @@ struct SpawnOptions {
   int master_port = 0;            // 0: a free port, found by binding port 0
   std::chrono::seconds grace{10};  // how long the others get to stop after one rank failed
   int tail_lines = 20;            // a failed rank's last lines in the message
+  // Called with the failure's message (the one printed) when a rank failed, after every rank ended:
+  // where the run's status.json may still say "running" (rank 0 itself was killed).
+  std::function<void(const std::string& message, int failed_rank)> on_failure;
 };
 
 // A port nobody listens on at `address` now (the kernel's pick for port 0).

@@ -5,6 +5,9 @@
 
 #include <ATen/Tensor.h>
 
+#include <exception>
+#include <string>
+
 namespace libreyolo::train {
 
 class Collectives {
@@ -18,6 +21,9 @@ class Collectives {
   virtual void max(at::Tensor& tensor) = 0;
   // Every rank's rows ([n_r, ...], n_r may differ) concatenated in rank order, on every rank.
   virtual at::Tensor gather_rows(const at::Tensor& rows) = 0;
+  // A failure as status.json and the user read it: a collective's transport error (a peer that
+  // went away) in words, anything else as it is.
+  virtual std::string describe_failure(const std::exception& error) const { return error.what(); }
 };
 
 }  // namespace libreyolo::train

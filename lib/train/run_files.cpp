@@ -123,4 +123,19 @@ void RunFiles::write_svg() const {
   write_file_atomically(dir_ / "curves.svg", svg);
 }
 
+void mark_run_failed(const std::filesystem::path& run_dir, const std::string& message, int failed_rank) {
+  const auto path = run_dir / "status.json";
+  std::ifstream in(path);
+  if (!in) return;
+  nlohmann::ordered_json status = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!status.is_object()) return;
+  const std::string state = status.value("state", "");
+  if (state != "running" && !(state == "failed" && failed_rank != 0)) return;
+  if (state == "failed" && status.contains("message")) status["rank0_message"] = status["message"];
+  status["state"] = "failed";
+  status["message"] = message;
+  status["failed_rank"] = failed_rank;
+  write_file_atomically(path, status.dump(2) + "\n");
+}
+
 }  // namespace libreyolo::train

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace libreyolo::train {
@@ -27,5 +28,11 @@ class RunFiles {
   std::filesystem::path dir_;
   std::vector<nlohmann::ordered_json> rows_;
 };
+
+// The launcher's word on a data-parallel run that failed (dist/spawn.h): status.json says "failed",
+// with `message` and the rank that failed, where rank 0 could not say it (killed, so "running"
+// stayed) or said less (it only lost contact with the rank that failed). A completed or
+// interrupted run keeps its status; a folder without status.json is left alone.
+void mark_run_failed(const std::filesystem::path& run_dir, const std::string& message, int failed_rank);
 
 }  // namespace libreyolo::train

@@ -404,7 +404,7 @@ class Trainer {
       }
       return finish();
     } catch (const std::exception& error) {  // any failure: the run folder says so, then main reports it
-      record_.failed(error.what());
+      record_.failed(t_.dist ? t_.dist->describe_failure(error) : std::string(error.what()));
       throw;
     }
   }

@@ -179,7 +179,39 @@ start=$(date +%s)
 wait "$launcher"; code=$?
 [ "$code" -eq 137 ] || { fail "a killed rank gave launcher exit $code, expected 137"; tail -20 killed.out; }
 [ $(( $(date +%s) - start )) -lt 40 ] || fail "the launcher took more than 40 s after rank 1 died"
-expect_in killed.out "rank 1 failed with exit code 137; the other ranks were stopped"
+expect_in killed.out "rank 1 failed with exit code 137; the other ranks were stopped. It was killed by SIGKILL. It printed nothing (ranks other than 0 print only warnings and errors"
+# status.json says which rank failed and how, in words (not the transport's "[.../pair.cc:547] ...")
+expect_in runs/killed/status.json '"state": "failed"'
+expect_in runs/killed/status.json '"failed_rank": 1'
+expect_in runs/killed/status.json 'rank 1 failed with exit code 137'
+grep -q 'pair.cc\|\.cc:[0-9]' runs/killed/status.json && fail "status.json holds the transport's text: $(cat runs/killed/status.json)"
+
+# rank 0 itself killed: nobody left to write status.json but the launcher, which does
+"$LIBREYOLO" train $long nproc_per_node=2 name=killed0 >killed0.out 2>&1 & launcher=$!
+if wait_for runs/killed0/results.csv '^1,'; then
+  for pid in $(pgrep -P "$launcher"); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx RANK=0 && kill -KILL "$pid"
+  done
+fi
+wait "$launcher"; code=$?
+[ "$code" -eq 137 ] || { fail "a killed rank 0 gave launcher exit $code, expected 137"; tail -20 killed0.out; }
+expect_in killed0.out "rank 0 failed with exit code 137; the other ranks were stopped. It was killed by SIGKILL"
+expect_in runs/killed0/status.json '"state": "failed"'
+expect_in runs/killed0/status.json '"failed_rank": 0'
+
+# rank 1 hangs (stopped): rank 0 loses contact after dist_timeout and fails first, yet the launcher
+# names rank 1, which did not end when asked
+"$LIBREYOLO" train $long nproc_per_node=2 name=hung dist_timeout=8 >hung.out 2>&1 & launcher=$!
+if wait_for runs/hung/results.csv '^1,'; then
+  for pid in $(pgrep -P "$launcher"); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx RANK=1 && kill -STOP "$pid"
+  done
+fi
+wait "$launcher"; code=$?
+[ "$code" -ne 0 ] || fail "a hung rank 1 gave launcher exit 0"
+expect_in hung.out "rank 1 stopped responding: its peers lost contact with it (dist_timeout) and it did not end when asked"
+grep -q "libreyolo: error: rank 0 failed" hung.out && fail "the launcher blamed rank 0 for rank 1's hang"
+expect_in runs/hung/status.json '"failed_rank": 1'
 
 # started by hand (as srun or a scheduler would, no launcher to stop it): when a rank dies, the
 # other fails with a message well within dist_timeout instead of waiting in a collective
@@ -195,6 +227,7 @@ wait "$r0"; code=$?
 [ $(( $(date +%s) - start )) -lt 60 ] || fail "rank 0 took more than 60 s to notice that rank 1 died (dist_timeout=20)"
 expect_in orphan0.out "libreyolo: error: rank 0 of 2 lost contact with another rank (Connection"
 expect_in runs/orphan/status.json '"state": "failed"'
+expect_in runs/orphan/status.json 'rank 0 of 2 lost contact with another rank'
 sed 's/^/  orphan: /' orphan0.out | tail -2
 
 # Ctrl-C to the launcher: every rank stops at the same step, rank 0 saves last.pt, exit 130; then

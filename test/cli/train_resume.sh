@@ -32,4 +32,15 @@ columns runs/cut/results.csv > cut.txt
 cat straight.txt
 [ "$(wc -l < straight.txt)" -eq 3 ] || fail "results.csv of the uninterrupted run did not give 3 epochs (is python3 there?)"
 if ! diff straight.txt cut.txt; then fail "resumed run differs from the uninterrupted one"; fi
+
+# a resume's override holds for later resumes too: a run of 10 epochs resumed with epochs=3, then
+# resumed again without it, ends at 3 (train_config.yaml keeps the override and the run's own model=)
+expect_exit 0 train $args epochs=1 name=short
+expect_exit 0 train model=runs/short/weights/last.pt resume=true epochs=2 quiet=true
+expect_in runs/short/train_config.yaml "epochs: 2"
+expect_in runs/short/train_config.yaml 'model: "yolo9-t"'
+expect_in runs/short/train_config.yaml 'resume: "false"'
+expect_exit 2 train model=runs/short/weights/last.pt resume=true quiet=true
+expect_in "$WORK/err" "already finished all 2 epochs"
+[ "$(tail -n +2 runs/short/results.csv | wc -l)" -eq 2 ] || fail "expected 2 epochs in runs/short/results.csv"
 finish

@@ -18,16 +18,19 @@
 #include "dist/process_group.h"
 #include "dist/spawn.h"
 #include "profile/profiler_hook.h"
+#include "train/run_files.h"
 #include "train/setup.h"
 #include "train/trainer.h"
 
 #include <ATen/Parallel.h>
 #include <fmt/core.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 
@@ -43,6 +46,7 @@ void require_data_argument(const std::string& data) {
 }
 
 constexpr const char* kRunDirKey = "libreyolo/run_dir";
+constexpr const char* kRunDirReportVariable = "LIBREYOLO_RUN_DIR_REPORT";
 
 // The processes per machine a command line asks libreyolo to start: nproc_per_node=, or one per
 // device of a list (device=0,1).
@@ -97,7 +101,20 @@ int launch_ranks(const Arguments& arguments, const config::Config& config, int n
   argv.insert(argv.end(), arguments.begin(), arguments.end());
   log::info("Starting {} data-parallel process{} on this machine (world size {}{})", nproc, nproc > 1 ? "es" : "", world,
             nnodes > 1 ? fmt::format(", node {} of {}", node_rank, nnodes) : "");
-  return dist::spawn_ranks(argv, options);
+  // Rank 0 names its run folder in this file, so that the launcher can set status.json right when
+  // rank 0 itself cannot (killed): otherwise it would say "running" for ever.
+  const std::filesystem::path report = std::filesystem::temp_directory_path() / fmt::format("libreyolo-run-{}", ::getpid());
+  ::setenv(kRunDirReportVariable, report.c_str(), 1);
+  options.on_failure = [&report](const std::string& message, int failed_rank) {
+    std::ifstream in(report);
+    std::string run_dir;
+    if (std::getline(in, run_dir) && !run_dir.empty()) train::mark_run_failed(run_dir, message, failed_rank);
+  };
+  const int code = dist::spawn_ranks(argv, options);
+  ::unsetenv(kRunDirReportVariable);
+  std::error_code ignored;
+  std::filesystem::remove(report, ignored);
+  return code;
 }
 
 // A data-parallel rank's CPU threads: the machine's cores shared by its ranks (torchrun sets
@@ -113,14 +130,7 @@ void share_cpu_threads(const dist::LaunchEnv& env) {
   try {
     throw;
   } catch (const std::exception& error) {
-    const std::string what = error.what();
-    for (const char* sign : {"Connection reset by peer", "Connection closed by peer", "Timed out", "timed out", "Broken pipe",
-                             "Socket Timeout"}) {
-      if (what.find(sign) == std::string::npos) continue;
-      throw RuntimeError(fmt::format("rank {} of {} lost contact with another rank ({}): it failed, was killed, or did not "
-                                     "answer within dist_timeout; its own message says why. This rank stops too",
-                                     env.rank, env.world_size, sign));
-    }
+    if (const auto message = dist::lost_peer_message(error.what(), env.rank, env.world_size)) throw RuntimeError(*message);
     throw;
   }
 }
@@ -192,6 +202,9 @@ int train_in_run_dir(const config::Config& config, dist::Group* group, dist::Gro
   else keep_overrides(run_dir / "train_config.yaml", config);
   log::info("Logging results to {}", run_dir.string());
   if (group) publish_run_dir(*group, run_dir.string());
+  if (const char* report = std::getenv(kRunDirReportVariable); report != nullptr && group) {
+    write_file_atomically(report, std::filesystem::absolute(run_dir).string() + "\n");  // for our launcher (launch_ranks)
+  }
   train::HookList hooks;
   if (auto profiler = profile::make_profiler_hook(config, collectives)) hooks.add(std::move(profiler));
   if (group) hooks.add(std::make_unique<dist::GradientSync>(*group));
