@@ -122,4 +122,23 @@ expect_exit 3 train model=yolo9-t data=loop/data.yaml epochs=1 imgsz=64 project=
 expect_in "$WORK/err" "loop/images/train/me.jpg: Too many levels of symbolic links; skipped"
 [ -z "$(ls -A orphans 2>/dev/null)" ] || fail "orphan run folders: $(ls orphans)"
 
+# an image replaced after the scan by a decompression bomb of the same size and time (so the label
+# cache still vouches for it): refused from its header where it is decoded, naming it, exit 3
+"$LIBREYOLO" data synth out=bomb synth_images=8 synth_val_images=4 synth_size=64 quiet=true >/dev/null 2>&1
+expect_exit 0 train model=yolo9-t data=bomb/data.yaml epochs=1 batch=4 imgsz=64 workers=1 val=false project=runs name=bomb1
+victim=bomb/images/train/000003.jpg
+cp -p "$victim" stamp
+python3 - "$victim" <<'PY'
+import os, struct, sys, zlib
+path = sys.argv[1]
+size = os.path.getsize(path)
+ihdr = struct.pack(">IIBBBBB", 20000, 20000, 8, 2, 0, 0, 0)
+png = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+open(path, "wb").write(png + b"\0" * (size - len(png)))
+PY
+touch -r stamp "$victim"
+expect_exit 3 train model=yolo9-t data=bomb/data.yaml epochs=1 batch=4 imgsz=64 workers=1 val=false project=runs name=bomb2
+expect_in "$WORK/err" "000003.jpg"
+expect_in "$WORK/err" "20000x20000 = 400000000 pixels, over the 89478485-pixel limit"
+expect_in runs/bomb2/status.json '"state": "failed"'
 finish
