@@ -31,6 +31,18 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
+// A YOLOX-n checkpoint of `built`'s weights, for 3 classes.
+Checkpoint yolox_n_checkpoint(const LoadedModel& built) {
+  Checkpoint checkpoint;
+  checkpoint.family = "yolox";
+  checkpoint.size = "n";
+  checkpoint.class_count = 3;
+  checkpoint.names = {"cat", "dog", "bird"};
+  checkpoint.image_size = 416;
+  checkpoint.model = state_dict(*built.model.module);
+  return checkpoint;
+}
+
 // A torch.save-layout archive whose data.pkl is `pickle` and whose data/0 holds `storage`.
 void write_archive(const fs::path& path, const std::string& pickle, const std::string& storage = {}) {
   caffe2::serialize::PyTorchStreamWriter writer(path.string());
@@ -75,13 +87,7 @@ TEST_CASE("Checkpoints round-trip in C++ with metadata, extras and exact weights
     torch::NoGradGuard no_grad;
     for (auto& p : built.model.module->parameters()) p.uniform_(-0.1, 0.1);
   }
-  Checkpoint checkpoint;
-  checkpoint.family = "yolox";
-  checkpoint.size = "n";
-  checkpoint.class_count = 3;
-  checkpoint.names = {"cat", "dog", "bird"};
-  checkpoint.image_size = 416;
-  checkpoint.model = state_dict(*built.model.module);
+  Checkpoint checkpoint = yolox_n_checkpoint(built);
   c10::impl::GenericDict config(c10::StringType::get(), c10::AnyType::get());
   config.insert("lr0", 0.01);
   config.insert("mosaic", true);
@@ -220,13 +226,7 @@ TEST_CASE("YOLOv9 checkpoints load at the class-tower width they hold, without t
 TEST_CASE("A checkpoint whose weights hold NaN or infinity is refused, naming the file and the tensor", "[checkpoint]") {
   TempDir dir;
   LoadedModel built = load_model("yolox-n", 3);
-  Checkpoint checkpoint;
-  checkpoint.family = "yolox";
-  checkpoint.size = "n";
-  checkpoint.class_count = 3;
-  checkpoint.names = {"cat", "dog", "bird"};
-  checkpoint.image_size = 416;
-  checkpoint.model = state_dict(*built.model.module);
+  Checkpoint checkpoint = yolox_n_checkpoint(built);
   write_checkpoint(dir.path / "good.pt", checkpoint);
   CHECK_NOTHROW(read_checkpoint(dir.path / "good.pt"));
   NamedTensors raw;
