@@ -130,11 +130,25 @@ void mark_run_failed(const std::filesystem::path& run_dir, const std::string& me
   nlohmann::ordered_json status = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!status.is_object()) return;
   const std::string state = status.value("state", "");
-  if (state != "running" && !(state == "failed" && failed_rank != 0)) return;
+  const bool guessed = status.contains("reported_by_rank");  // a surviving rank's word (mark_run_lost)
+  if (state != "running" && !(state == "failed" && (failed_rank != 0 || guessed))) return;
+  status.erase("reported_by_rank");
   if (state == "failed" && status.contains("message")) status["rank0_message"] = status["message"];
   status["state"] = "failed";
   status["message"] = message;
   status["failed_rank"] = failed_rank;
+  write_file_atomically(path, status.dump(2) + "\n");
+}
+
+void mark_run_lost(const std::filesystem::path& run_dir, const std::string& message, int reporting_rank) {
+  const auto path = run_dir / "status.json";
+  std::ifstream in(path);
+  if (!in) return;
+  nlohmann::ordered_json status = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!status.is_object() || status.value("state", "") != "running") return;
+  status["state"] = "failed";
+  status["message"] = message;
+  status["reported_by_rank"] = reporting_rank;
   write_file_atomically(path, status.dump(2) + "\n");
 }
 

@@ -35,4 +35,9 @@ class RunFiles {
 // interrupted run keeps its status; a folder without status.json is left alone.
 void mark_run_failed(const std::filesystem::path& run_dir, const std::string& message, int failed_rank);
 
+// A rank other than 0 that lost contact, under a launcher other than ours (torchrun, srun): where
+// status.json still says "running" (rank 0 wrote no failure of its own, so it was likely killed), it
+// says "failed" with `message` and reported_by_rank. mark_run_failed may overwrite it.
+void mark_run_lost(const std::filesystem::path& run_dir, const std::string& message, int reporting_rank);
+
 }  // namespace libreyolo::train

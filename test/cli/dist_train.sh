@@ -230,6 +230,21 @@ expect_in runs/orphan/status.json '"state": "failed"'
 expect_in runs/orphan/status.json 'rank 0 of 2 lost contact with another rank'
 sed 's/^/  orphan: /' orphan0.out | tail -2
 
+# rank 0 killed with no launcher of ours to say so (torchrun, srun): rank 1 ends status.json's
+# "running", saying that it lost contact and that rank 0 recorded nothing
+port=$(free_port)
+env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$LIBREYOLO" train $long name=orphan0 dist_timeout=20 \
+  >orphan00.out 2>&1 & r0=$!
+env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$LIBREYOLO" train $long name=orphan0 dist_timeout=20 \
+  >orphan01.out 2>&1 & r1=$!
+wait_for runs/orphan0/results.csv '^1,' && kill -KILL "$r0"
+wait "$r1"; code=$?
+[ "$code" -ne 0 ] && [ "$code" -lt 128 ] || { fail "rank 1 without rank 0 exited $code, expected an error exit"; tail -5 orphan01.out; }
+expect_in runs/orphan0/status.json '"state": "failed"'
+expect_in runs/orphan0/status.json 'rank 1 of 2 lost contact with another rank'
+expect_in runs/orphan0/status.json 'rank 0 recorded no failure of its own'
+expect_in runs/orphan0/status.json '"reported_by_rank": 1'
+
 # Ctrl-C to the launcher: every rank stops at the same step, rank 0 saves last.pt, exit 130; then
 # resume with the same world size, and (another run) with one process
 for world in 2 1; do

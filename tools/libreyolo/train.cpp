@@ -33,6 +33,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <thread>
 
 namespace libreyolo::cli {
 
@@ -47,6 +48,8 @@ void require_data_argument(const std::string& data) {
 
 constexpr const char* kRunDirKey = "libreyolo/run_dir";
 constexpr const char* kRunDirReportVariable = "LIBREYOLO_RUN_DIR_REPORT";
+// How long a rank that lost contact waits for rank 0 to write its own failure into status.json.
+constexpr auto kRankZeroGrace = std::chrono::seconds(3);
 
 // The processes per machine a command line asks libreyolo to start: nproc_per_node=, or one per
 // device of a list (device=0,1).
@@ -230,7 +233,18 @@ int train_as_other_rank(const config::Config& config, dist::Group& group, dist::
   train::HookList hooks;
   if (auto profiler = profile::make_profiler_hook(config, &collectives)) hooks.add(std::move(profiler));
   hooks.add(std::make_unique<dist::GradientSync>(group));
-  return train::run_training(config, run_dir, hooks, &collectives).exit_code;
+  try {
+    return train::run_training(config, run_dir, hooks, &collectives).exit_code;
+  } catch (const std::exception& error) {
+    // Rank 0 killed under a launcher other than ours (torchrun, srun): nobody else would end
+    // status.json's "running". A live rank 0 records its own failure within the grace period.
+    if (const auto lost = dist::lost_peer_message(error.what(), collectives.rank(), collectives.world_size())) {
+      std::this_thread::sleep_for(kRankZeroGrace);
+      train::mark_run_lost(run_dir, *lost + "; rank 0 recorded no failure of its own: it probably was killed",
+                           collectives.rank());
+    }
+    throw;
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <fstream>
 
+#include "test_util.h"
 #include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
@@ -22,13 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / fmt::format("libreyolo_ckpt_{}", ::getpid());
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : test_util::TempDir {
+  TempDir() : test_util::TempDir("ckpt") {}
 };
 
 // A YOLOX-n checkpoint of `built`'s weights, for 3 classes.

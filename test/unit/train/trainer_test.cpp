@@ -22,10 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("libreyolo_trainer_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : test_util::TempDir {
+  TempDir() : test_util::TempDir("trainer") {}
 };
 
 // A fresh YOLOv9-t for the synthetic classes, written as a checkpoint after `change` (if any)
