@@ -43,4 +43,31 @@ at::Tensor centre_size_iou(const at::Tensor& a, const at::Tensor& b, double eps)
   return inter / union_area;
 }
 
+at::Tensor centre_size_to_corners(const at::Tensor& boxes) {
+  const auto parts = boxes.unbind(-1);  // cx, cy, w, h
+  const at::Tensor half_w = 0.5 * parts[2], half_h = 0.5 * parts[3];
+  return at::stack({parts[0] - half_w, parts[1] - half_h, parts[0] + half_w, parts[1] + half_h}, -1);
+}
+
+at::Tensor corners_to_centre_size(const at::Tensor& boxes) {
+  const auto parts = boxes.unbind(-1);  // x1, y1, x2, y2
+  return at::stack({(parts[0] + parts[2]) / 2, (parts[1] + parts[3]) / 2, parts[2] - parts[0], parts[3] - parts[1]}, -1);
+}
+
+at::Tensor generalized_iou(const at::Tensor& a, const at::Tensor& b) {
+  constexpr double kEps = 1e-6;
+  const at::Tensor a_min = a.narrow(-1, 0, 2), a_max = a.narrow(-1, 2, 2);
+  const at::Tensor b_min = b.narrow(-1, 0, 2), b_max = b.narrow(-1, 2, 2);
+  const at::Tensor a_size = a_max - a_min, b_size = b_max - b_min;
+  const at::Tensor area_a = a_size.select(-1, 0) * a_size.select(-1, 1);
+  const at::Tensor area_b = b_size.select(-1, 0) * b_size.select(-1, 1);
+  const at::Tensor overlap = (at::minimum(a_max, b_max) - at::maximum(a_min, b_min)).clamp_min(0);
+  const at::Tensor inter = overlap.select(-1, 0) * overlap.select(-1, 1);
+  const at::Tensor union_area = area_a + area_b - inter;
+  const at::Tensor iou = inter / (union_area + kEps);
+  const at::Tensor enclosing = (at::maximum(a_max, b_max) - at::minimum(a_min, b_min)).clamp_min(0);
+  const at::Tensor enclosing_area = enclosing.select(-1, 0) * enclosing.select(-1, 1);
+  return iou - (enclosing_area - union_area) / (enclosing_area + kEps);
+}
+
 }  // namespace libreyolo::models

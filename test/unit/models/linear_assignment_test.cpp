@@ -1,9 +1,10 @@
 // The Hungarian matcher's solver on its own: optimal totals against brute force (every injective
 // map of a small matrix), wide and tall, SciPy's documented answers where costs tie (a constant
 // matrix gives the identity), forbidden pairs, and the errors. test/parity/ checks the very pairs
-// against SciPy.
+// against SciPy. Then the matcher built on it: costs, per-image targets, no targets.
 #include "core/error.h"
 #include "models/detr/linear_assignment.h"
+#include "models/detr/matcher.h"
 
 #include <ATen/ATen.h>
 
@@ -100,4 +101,36 @@ TEST_CASE("linear assignment: NaN, -inf and infeasible matrices are refused as S
   const std::vector<double> infeasible{inf, inf, 1, 2};  // row 0 has no column
   CHECK_THROWS_WITH(linear_sum_assignment(infeasible.data(), 2, 2), Catch::Contains("infeasible"));
   CHECK_THROWS_AS(linear_sum_assignment(at::zeros({2, 2, 2})), libreyolo::RuntimeError);
+}
+
+TEST_CASE("matcher: a query on a target's box with its class wins it; images keep their own targets", "[assignment]") {
+  using namespace libreyolo::models::detr;
+  // 2 images x 4 queries x 3 classes; image 0 has 2 targets, image 1 none, image 2 one
+  at::Tensor logits = at::full({3, 4, 3}, -4.0);
+  at::Tensor boxes = at::tensor({0.5, 0.5, 0.2, 0.2}).to(at::kFloat).repeat({3, 4, 1});
+  const at::Tensor classes = at::tensor({2, 0, 1}, at::kLong);
+  const at::Tensor target_boxes = at::tensor({0.2, 0.3, 0.1, 0.2, 0.7, 0.6, 0.3, 0.3, 0.4, 0.4, 0.2, 0.1}).to(at::kFloat).view({3, 4});
+  // image 0: query 3 predicts target 0 (class 2 at its box), query 1 target 1; image 2: query 2 its only target
+  logits[0][3][2] = 4.0;
+  boxes[0][3] = target_boxes[0];
+  logits[0][1][0] = 4.0;
+  boxes[0][1] = target_boxes[1];
+  logits[2][2][1] = 4.0;
+  boxes[2][2] = target_boxes[2];
+  const DetrTargets targets{classes, target_boxes, {2, 0, 1}};
+  const at::Tensor cost = matching_cost(logits, boxes, targets);
+  REQUIRE(cost.sizes() == at::IntArrayRef({3, 4, 3}));
+  const auto assignments = assign_queries(cost, targets.counts);
+  REQUIRE(assignments.size() == 3);
+  CHECK(assignments[0].rows == std::vector<std::int64_t>{1, 3});
+  CHECK(assignments[0].cols == std::vector<std::int64_t>{1, 0});
+  CHECK(assignments[1].rows.empty());
+  CHECK(assignments[2].rows == std::vector<std::int64_t>{2});
+  CHECK(assignments[2].cols == std::vector<std::int64_t>{0});  // counted from the image's own first target
+  // a perfect box has GIoU 1 and L1 0: its cost is the class term less 2
+  CHECK(cost[0][3][0].item<double>() < cost[0][0][0].item<double>() - 2);
+
+  CHECK_FALSE(matching_cost(logits, boxes, DetrTargets{at::empty({0}, at::kLong), at::empty({0, 4}), {0, 0, 0}}).defined());
+  CHECK(match(logits, boxes, DetrTargets{at::empty({0}, at::kLong), at::empty({0, 4}), {0, 0, 0}}).size() == 3);
+  CHECK_THROWS_AS(matching_cost(logits, boxes, DetrTargets{classes, target_boxes, {2, 0, 2}}), libreyolo::RuntimeError);
 }
