@@ -20,12 +20,13 @@ constexpr std::array<std::array<double, 2>, kAreas> kAreaRange{
 double threshold(int t) { return t == kThresholds - 1 ? 0.95 : t * ((0.95 - 0.5) / 9) + 0.5; }
 double recall_point(int r) { return r == kRecalls - 1 ? 1.0 : r * (1.0 / 100) + 0.0; }
 
+// A crowd region is measured against the detection's own area (pycocotools' maskUtils.iou).
 double iou(const CocoBox& d, const CocoBox& g) {
   const double w = std::min(d.x + d.w, g.x + g.w) - std::max(d.x, g.x);
   const double h = std::min(d.y + d.h, g.y + g.h) - std::max(d.y, g.y);
   if (w <= 0 || h <= 0) return 0;
   const double inter = w * h;
-  return inter / (d.w * d.h + g.w * g.h - inter);
+  return inter / (g.crowd ? d.w * d.h : d.w * d.h + g.w * g.h - inter);
 }
 
 // One image, one category, one area range (up to the largest maxDets): what accumulate needs.
@@ -44,8 +45,8 @@ ImageEval evaluate_image(const std::vector<const CocoBox*>& gts_in, std::vector<
   std::vector<char> gt_ignore;
   for (int pass = 0; pass < 2; ++pass) {
     for (const CocoBox* g : gts_in) {
-      const double a = g->w * g->h;
-      const char ignore = (a < lo || a > hi) ? 1 : 0;
+      const double a = g->range_area();
+      const char ignore = (g->crowd || a < lo || a > hi) ? 1 : 0;
       if (ignore == pass) {
         gts.push_back(g);
         gt_ignore.push_back(ignore);
@@ -63,7 +64,7 @@ ImageEval evaluate_image(const std::vector<const CocoBox*>& gts_in, std::vector<
       double best = std::min(threshold(t), 1 - 1e-10);
       int m = -1;
       for (std::size_t g = 0; g < gts.size(); ++g) {
-        if (gt_matched[g][t]) continue;  // no crowd boxes here
+        if (gt_matched[g][t] && !gts[g]->crowd) continue;  // a crowd region takes any number
         if (m > -1 && gt_ignore[static_cast<std::size_t>(m)] == 0 && gt_ignore[g] == 1) break;
         const double o = iou(*dts[d], *gts[g]);
         if (o < best) continue;
@@ -204,7 +205,7 @@ CocoResult coco_evaluate(const std::vector<std::int64_t>& images, const std::vec
     row.category = categories[k];
     std::map<std::int64_t, int> per_image;
     for (const auto& g : ground_truth) {
-      if (g.category == categories[k]) ++per_image[g.image];
+      if (g.category == categories[k] && !g.crowd) ++per_image[g.image];
     }
     if (per_image.empty()) continue;
     row.images = static_cast<std::int64_t>(per_image.size());

@@ -1,7 +1,8 @@
 // COCO detection metrics with pycocotools' exact semantics (COCOeval, iouType "bbox"): IoU
 // thresholds 0.50:0.05:0.95, 101 recall points with the interpolated (monotone) precision read
-// as a step function, maxDets 1/10/100, area ranges all/small/medium/large, crowd-free ground
-// truth whose area is its box area (as LibreYOLO converts YOLO labels).
+// as a step function, maxDets 1/10/100, area ranges all/small/medium/large. Ground truth may be
+// crowd regions (ignored; a detection inside one is neither right nor wrong) and carry the area
+// its annotation gives (COCO JSON's segment area); else its area is its box's (YOLO labels).
 #pragma once
 
 #include <array>
@@ -16,6 +17,11 @@ struct CocoBox {
   int category = 0;
   double x = 0, y = 0, w = 0, h = 0;  // top-left corner and size, original pixels
   double score = 1;                   // detections only
+  bool crowd = false;                 // ground truth only: an iscrowd region
+  double area = -1;                   // ground truth only: the annotation's area; -1: w * h
+
+  double box_area() const { return w * h; }
+  double range_area() const { return area >= 0 ? area : box_area(); }  // what the area ranges sort by
 };
 
 struct CocoResult {

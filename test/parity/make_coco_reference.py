@@ -1,6 +1,7 @@
 """Fixture ground truth and detections (seeded: several images and classes, all three area
 ranges, images without ground truth, classes without detections, duplicate and near-miss
-boxes, tied scores) and pycocotools' COCOeval results on them, for the C++ COCO metrics test.
+boxes, tied scores; two with crowd regions and annotation areas, as COCO JSON has them) and
+pycocotools' COCOeval results on them, for the C++ COCO metrics test.
 
     make_coco_reference.py OUT_DIR
 
@@ -45,14 +46,29 @@ def fixture(seed):
     return images, gts, dts
 
 
+def with_crowds(seed, images, gts, dts):
+    """COCO JSON's ground truth: each box with an annotation area below its box's (a segment's), some
+    boxes crowd regions, and a large crowd region over some images' detections."""
+    rng = random.Random(1000 + seed)
+    rows = [g + [1 if rng.random() < 0.15 else 0, g[4] * g[5] * rng.uniform(0.35, 1.0)] for g in gts]
+    for image in images[::3]:
+        x, y, w, h = rng.uniform(0, 200), rng.uniform(0, 150), rng.uniform(200, 400), rng.uniform(150, 300)
+        rows.append([image, rng.choice([0, 1, 2]), x, y, w, h, 1, w * h * 0.6])
+        for _ in range(rng.randint(1, 4)):  # detections inside the crowd: neither right nor wrong
+            dts.append([image, rows[-1][1], x + rng.uniform(0, w / 2), y + rng.uniform(0, h / 2), rng.uniform(10, w / 2),
+                        rng.uniform(10, h / 2), round(rng.random(), 2)])
+    return rows, dts
+
+
 def coco_eval(images, gts, dts, categories, max_dets=None):
     """COCOeval on the fixture, evaluated and accumulated."""
     coco = COCO()
     coco.dataset = {
         "images": [{"id": i} for i in images],
         "categories": [{"id": c} for c in categories],
-        "annotations": [{"id": k + 1, "image_id": g[0], "category_id": g[1], "bbox": g[2:6], "area": g[4] * g[5],
-                         "iscrowd": 0} for k, g in enumerate(gts)],
+        "annotations": [{"id": k + 1, "image_id": g[0], "category_id": g[1], "bbox": g[2:6],
+                         "area": g[7] if len(g) > 6 else g[4] * g[5], "iscrowd": g[6] if len(g) > 6 else 0}
+                        for k, g in enumerate(gts)],
     }
     coco.createIndex()
     result = coco.loadRes([{"image_id": d[0], "category_id": d[1], "bbox": d[2:6], "score": d[6]} for d in dts]) if dts else COCO()
@@ -107,8 +123,10 @@ def main() -> int:
     out = pathlib.Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     cases = []
-    for seed in range(4):
+    for seed in range(6):
         images, gts, dts = fixture(seed)
+        if seed >= 4:
+            gts, dts = with_crowds(seed, images, gts, dts)
         categories = [0, 1, 2, 3, 4, 5]
         cases.append({"images": images, "categories": categories, "gt": gts, "dt": dts,
                       "expected": evaluate(images, gts, dts, categories),
