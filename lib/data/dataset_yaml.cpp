@@ -1,5 +1,7 @@
 #include "data/dataset_yaml.h"
 
+#include "data/coco_json.h"
+
 #include "core/checked_size.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -68,7 +70,8 @@ std::vector<fs::path> read_sources(const YAML::Node& node, const std::string& ke
 }
 
 std::vector<std::string> read_names(const YAML::Node& node, const fs::path& yaml_file) {
-  if (!node) throw DataError(fmt::format("{}: key 'names' is missing; list the class names (names: [cat, dog])", yaml_file.string()));
+  if (!node) return {};
+  if (node.IsNull()) throw DataError(fmt::format("{}: key 'names' is missing; list the class names (names: [cat, dog])", yaml_file.string()));
   std::vector<std::string> names;
   if (node.IsSequence()) {
     for (const auto& item : node) names.push_back(item.as<std::string>());
@@ -103,6 +106,67 @@ std::vector<std::string> read_names(const YAML::Node& node, const fs::path& yaml
   return names;
 }
 
+// The COCO JSON splits of a YAML: LibreYOLO's `annotations:` mapping (the split's own key is its
+// image folder), or a split whose one source is a .json (its image folder found beside it).
+void resolve_coco_splits(DatasetSpec& spec, const YAML::Node& annotations) {
+  if (annotations && !annotations.IsNull()) {
+    if (!annotations.IsMap()) {
+      throw DataError(fmt::format("{}: 'annotations' maps splits to COCO JSON files, for example annotations: {{train: "
+                                  "annotations/instances_train.json, val: annotations/instances_val.json}}",
+                                  spec.yaml_file.string()));
+    }
+    for (const auto& item : annotations) {
+      const std::string split = item.first.as<std::string>();
+      if (split != "train" && split != "val" && split != "test") {
+        throw DataError(fmt::format("{}: 'annotations' has the split '{}'; use train, val or test", spec.yaml_file.string(), split));
+      }
+      const fs::path path(item.second.as<std::string>());
+      spec.annotations[split] = path.is_absolute() ? path : spec.root / path;
+    }
+  }
+  for (const std::string split : {"train", "val", "test"}) {
+    auto& sources = split == "train" ? spec.train : split == "val" ? spec.val : spec.test;
+    if (!spec.annotations.count(split)) {
+      if (sources.size() != 1 || !is_json_file(sources[0])) continue;
+      spec.annotations[split] = sources[0];
+      sources.clear();
+    }
+    if (sources.size() > 1) {
+      throw DataError(fmt::format("{}: the '{}' split reads a COCO JSON, whose images lie in one folder; give one folder",
+                                  spec.yaml_file.string(), split));
+    }
+    if (sources.empty()) sources.push_back(find_coco_image_folder(spec.root, split, spec.annotations[split]));
+  }
+}
+
+// COCO JSON classes: the YAML's names matched by name to the JSON's categories (LibreYOLO), or
+// without names, the categories in ascending id order.
+void resolve_coco_classes(DatasetSpec& spec) {
+  const fs::path& source = spec.annotations.count("val") ? spec.annotations.at("val") : spec.annotations.begin()->second;
+  const auto categories = read_coco_categories(source);
+  if (spec.names.empty()) {
+    if (categories.size() > static_cast<std::size_t>(kMaxClasses)) {
+      throw DataError(fmt::format("{}: 'categories' lists {} classes, more than the {} libreyolo trains", source.string(),
+                                  categories.size(), kMaxClasses));
+    }
+    for (const auto& category : categories) {
+      spec.names.push_back(category.name);
+      spec.category_ids.push_back(category.id);
+    }
+    return;
+  }
+  spec.category_ids.assign(spec.names.size(), -1);
+  for (const auto& category : categories) {
+    const auto it = std::find(spec.names.begin(), spec.names.end(), category.name);
+    if (it == spec.names.end()) {
+      throw DataError(fmt::format("{}: category '{}' (id {}) of {} is not in 'names'; add it, or leave 'names' out to take "
+                                  "the JSON's categories", spec.yaml_file.string(), category.name, category.id,
+                                  source.string()));
+    }
+    spec.category_ids[static_cast<std::size_t>(it - spec.names.begin())] = category.id;
+  }
+}
+
 fs::path resolve_root(const YAML::Node& node, const fs::path& yaml_file, bool builtin) {
   if (!node || node.IsNull()) return yaml_file.parent_path().lexically_normal();
   const fs::path path(node.as<std::string>());
@@ -131,9 +195,39 @@ fs::path datasets_dir() {
 void DatasetSpec::merge_classes() {
   if (label_classes == 0) label_classes = class_count();
   names = {"item"};
+  category_ids.clear();  // one class: predictions.json says category 0
 }
 
+const fs::path* DatasetSpec::annotation_file(const std::string& split_name) const {
+  const auto it = annotations.find(split_name);
+  return it == annotations.end() ? nullptr : &it->second;
+}
+
+std::int64_t DatasetSpec::category_id(int cls) const {
+  const auto index = static_cast<std::size_t>(cls);
+  return index < category_ids.size() && category_ids[index] >= 0 ? category_ids[index] : cls;
+}
+
+namespace {
+
+// data=instances_val2017.json: the JSON serves both splits, its images found beside it.
+DatasetSpec coco_json_spec(const fs::path& json) {
+  DatasetSpec spec;
+  spec.yaml_file = json;
+  spec.root = json.parent_path().lexically_normal();
+  if (spec.root.filename() == "annotations") spec.root = spec.root.parent_path();
+  if (spec.root.empty()) spec.root = ".";
+  for (const std::string split : {"train", "val"}) spec.annotations[split] = json;
+  const fs::path folder = find_coco_image_folder(spec.root, "val", json);
+  spec.train = spec.val = {folder};
+  resolve_coco_classes(spec);
+  return spec;
+}
+
+}  // namespace
+
 DatasetSpec load_dataset_spec(const std::string& data) {
+  if (is_json_file(data) && present(data)) return coco_json_spec(data);
   DatasetSpec spec;
   std::string name = data;
   if (name.ends_with(".yaml") && !present(name)) name = name.substr(0, name.size() - 5);
@@ -165,7 +259,7 @@ DatasetSpec load_dataset_spec(const std::string& data) {
     spec.test = read_sources(root["test"], "test", spec.root, spec.yaml_file);
     spec.names = read_names(root["names"], spec.yaml_file);
     if (root["download"] && root["download"].IsScalar()) spec.download = root["download"].Scalar();
-    if (root["nc"]) {
+    if (root["nc"] && !spec.names.empty()) {
       const int nc = root["nc"].as<int>();
       if (nc != spec.class_count()) {
         throw DataError(fmt::format("{}: nc={} but 'names' has {} entries; make them agree", spec.yaml_file.string(), nc,
@@ -174,6 +268,15 @@ DatasetSpec load_dataset_spec(const std::string& data) {
     }
   } catch (const YAML::Exception& error) {
     throw DataError(fmt::format("{}: {} (line {})", spec.yaml_file.string(), error.msg, error.mark.line + 1));
+  }
+  try {
+    resolve_coco_splits(spec, root["annotations"]);
+  } catch (const YAML::Exception& error) {
+    throw DataError(fmt::format("{}: 'annotations': {} (line {})", spec.yaml_file.string(), error.msg, error.mark.line + 1));
+  }
+  if (!spec.annotations.empty()) resolve_coco_classes(spec);
+  if (spec.names.empty()) {
+    throw DataError(fmt::format("{}: key 'names' is missing; list the class names (names: [cat, dog])", spec.yaml_file.string()));
   }
   if (spec.train.empty() && spec.val.empty()) {
     throw DataError(fmt::format("{}: key 'train' (and 'val') missing; give the image folders or lists", spec.yaml_file.string()));

@@ -1,9 +1,13 @@
 // Dataset YAML in the Ultralytics/LibreYOLO format (path, train, val, test, names, nc,
 // download), with the built-in names coco8, coco128 and coco resolved through
-// share/libreyolo/datasets against $LIBREYOLO_DATASETS (default ./datasets).
+// share/libreyolo/datasets against $LIBREYOLO_DATASETS (default ./datasets). COCO JSON splits:
+// LibreYOLO's `annotations: {train: a.json, val: b.json}` beside the image folders, a split that
+// names an instances_*.json itself, or data=instances_val.json alone (both splits).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,15 +23,23 @@ struct DatasetSpec {
   std::vector<std::string> names;   // index = class id
   std::string download;
   int label_classes = 0;            // class ids the label files may hold when single_cls merged them (0: class_count())
+  // COCO JSON splits: split -> its instances_*.json (the split's source is then its image folder),
+  // and each class's category id in those files (class c is category_ids[c]).
+  std::map<std::string, std::filesystem::path> annotations;
+  std::vector<std::int64_t> category_ids;
 
   int class_count() const { return static_cast<int>(names.size()); }
   // single_cls: every class becomes class 0, "item" (as Ultralytics names it); labels are still
   // checked against the YAML's classes.
   void merge_classes();
   const std::vector<std::filesystem::path>& split(const std::string& name) const;
+  // The split's COCO JSON, or nullptr for YOLO labels.
+  const std::filesystem::path* annotation_file(const std::string& split) const;
+  // The category id a predicted class is written with (predictions.json): COCO JSON's, else the class.
+  std::int64_t category_id(int cls) const;
 };
 
-// `data` is a YAML path or a built-in name. Throws DataError naming the file and key.
+// `data` is a YAML path, a COCO JSON or a built-in name. Throws DataError naming the file and key.
 DatasetSpec load_dataset_spec(const std::string& data);
 
 // The folder built-in datasets live in: $LIBREYOLO_DATASETS, else ./datasets.

@@ -5,17 +5,38 @@
 
 #include "data/labels.h"
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace libreyolo::data {
 
+// A COCO JSON annotation as COCOeval reads it: the box as written (top-left corner and size in
+// original pixels), the annotation's area, and whether it is a crowd region.
+struct AnnotatedBox {
+  int cls = 0;
+  float x = 0, y = 0, w = 0, h = 0;
+  float area = 0;
+  bool crowd = false;
+};
+
 struct ImageRecord {
   std::filesystem::path image;
   int width = 0;  // upright size in pixels
   int height = 0;
-  std::vector<Box> boxes;
+  std::vector<Box> boxes;  // what training learns (COCO JSON: crowds and empty boxes left out, clipped)
+  // COCO JSON only: the image's id and every annotation of it, the ground truth validation
+  // measures against (as COCOeval does with the JSON); empty for YOLO labels, whose boxes are it.
+  std::int64_t source_id = -1;
+  std::vector<AnnotatedBox> annotations;
+};
+
+// What pycocotools counts in a COCO JSON (len of getImgIds, getAnnIds, getCatIds), and the crowd
+// regions among the annotations.
+struct CocoCounts {
+  std::int64_t images = 0, annotations = 0, crowd = 0, categories = 0;
 };
 
 struct ScanResult {
@@ -26,7 +47,8 @@ struct ScanResult {
   int duplicates_removed = 0;
   std::vector<std::string> messages;  // one line per skipped image or warning
   bool from_cache = false;
-  std::filesystem::path cache_file;
+  std::filesystem::path cache_file;  // COCO JSON: the annotation file read
+  std::optional<CocoCounts> coco;    // a COCO JSON split
 
   // "N images, M backgrounds, K corrupt" as Ultralytics counts: N images with a label file,
   // M kept images without boxes (missing or empty label file), K skipped.

@@ -2,19 +2,32 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "data/coco_json.h"
 
 #include <fmt/format.h>
 
 namespace libreyolo::data {
 
-ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int workers) {
-  const auto images = list_images(spec.split(split), split);
-  ScanResult scan = scan_images(images, spec.label_classes ? spec.label_classes : spec.class_count(), {.threads = std::max(1, workers)});
+ScanResult read_split(const DatasetSpec& spec, const std::string& split, int workers) {
+  ScanResult scan;
+  if (const auto* json = spec.annotation_file(split)) {
+    scan = read_coco_split(*json, spec.split(split).front(), spec.category_ids);
+  } else {
+    const auto images = list_images(spec.split(split), split);
+    scan = scan_images(images, spec.label_classes ? spec.label_classes : spec.class_count(), {.threads = std::max(1, workers)});
+  }
   if (spec.label_classes) {  // single_cls
     for (auto& record : scan.images) {
       for (auto& box : record.boxes) box.cls = 0;
+      for (auto& annotation : record.annotations) annotation.cls = 0;
     }
   }
+  return scan;
+}
+
+ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int workers) {
+  ScanResult scan = read_split(spec, split, workers);
+  const std::size_t listed = scan.coco ? static_cast<std::size_t>(scan.coco->images) : scan.images.size() + scan.corrupt;
   for (const auto& message : scan.messages) log::warn("{}", message);
   // as Ultralytics: the cache file when it was used, else the labels folder that was scanned
   std::string scanned = scan.cache_file.string();
@@ -22,7 +35,7 @@ ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int wor
   log::info("{}: Scanning {}... {}", split, scanned, scan.summary());
   if (scan.images.empty()) {
     throw DataError(fmt::format("{}: no valid image in the '{}' split (of {} found); see the messages above",
-                                spec.yaml_file.string(), split, images.size()));
+                                spec.yaml_file.string(), split, listed));
   }
   return scan;
 }

@@ -13,6 +13,10 @@
 
 namespace libreyolo::data {
 
+// One split's records: a COCO JSON read (spec.annotation_file), else the images listed and their
+// YOLO labels scanned; with single_cls every box is class 0. Logs nothing.
+ScanResult read_split(const DatasetSpec& spec, const std::string& split, int workers);
+
 // Lists and scans one split, logging Ultralytics' line ("train: Scanning ... N images, M
 // backgrounds, K corrupt") and one warning per skipped image.
 ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int workers);

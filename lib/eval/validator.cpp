@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 
 namespace libreyolo::eval {
@@ -37,13 +38,22 @@ Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions opt
   plan_ = data::plan_rect_batches(records, options_.batch_size, options_.image_size, 32, /*pad=*/0.0);
   for (std::size_t i = 0; i < dataset_.size(); ++i) {
     const auto& record = dataset_.record(i);
-    image_ids_.push_back(static_cast<std::int64_t>(i));
+    const auto image = static_cast<std::int64_t>(i);
+    image_ids_.push_back(image);
+    if (record.source_id >= 0) {  // COCO JSON: its annotations as written, crowds included
+      for (const auto& a : record.annotations) {
+        ground_truth_.push_back({image, a.cls, a.x, a.y, a.w, a.h, 1.0, a.crowd, a.area});
+      }
+      continue;
+    }
     for (const auto& box : record.boxes) {
       const double w = box.w * record.width, h = box.h * record.height;
-      ground_truth_.push_back({static_cast<std::int64_t>(i), box.cls, box.cx * record.width - w / 2,
-                               box.cy * record.height - h / 2, w, h, 1.0});
+      ground_truth_.push_back({image, box.cls, box.cx * record.width - w / 2, box.cy * record.height - h / 2, w, h, 1.0});
     }
   }
+  // Ultralytics' P and R and the instance counts know no crowd regions
+  std::copy_if(ground_truth_.begin(), ground_truth_.end(), std::back_inserter(counted_ground_truth_),
+               [](const CocoBox& g) { return !g.crowd; });
 }
 
 namespace {
@@ -151,14 +161,14 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
   std::vector<int> categories(static_cast<std::size_t>(dataset_.class_count()));
   std::iota(categories.begin(), categories.end(), 0);
   out.coco = coco_evaluate(image_ids_, categories, ground_truth_, out.detections, options_.coco_max_detections);
-  out.pr = detection_pr_metrics(ground_truth_, out.detections);
+  out.pr = detection_pr_metrics(counted_ground_truth_, out.detections);
   if (loss && !plan.batches.empty()) {
     const double batches = static_cast<double>(plan.batches.size());
     out.losses.emplace_back("loss", loss_sums[0] / batches);
     for (std::size_t k = 0; k < loss->names.size(); ++k) out.losses.emplace_back(loss->names[k], loss_sums[k + 1] / batches);
   }
   out.images = static_cast<std::int64_t>(dataset_.size());
-  out.instances = static_cast<std::int64_t>(ground_truth_.size());
+  out.instances = static_cast<std::int64_t>(counted_ground_truth_.size());
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

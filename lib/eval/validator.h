@@ -1,6 +1,7 @@
 // Validation as LibreYOLO runs it during training and in `libreyolo val`: rect batches of
 // letterboxed images, the model in eval mode, decode + class-aware multi-label NMS, boxes back
-// in original pixels, then COCO metrics against the split's labels.
+// in original pixels, then COCO metrics against the split's labels (a COCO JSON's annotations as
+// written, crowds and areas included).
 #pragma once
 
 #include "data/dataset.h"
@@ -75,7 +76,8 @@ class Validator {
  private:
   const data::DetectionDataset& dataset_;
   ValidatorOptions options_;
-  std::vector<CocoBox> ground_truth_;
+  std::vector<CocoBox> ground_truth_;          // what COCOeval measures against (crowds included)
+  std::vector<CocoBox> counted_ground_truth_;  // without crowd regions
   std::vector<std::int64_t> image_ids_;
   data::RectBatchPlan plan_;  // the batches depend only on the image sizes: planned once
   DistributedValidation distributed_;

@@ -43,8 +43,7 @@ int size_bucket(int long_side) {
 SplitReport report_split(const data::DatasetSpec& spec, const std::string& split, int workers) {
   SplitReport report;
   report.name = split;
-  const auto images = data::list_images(spec.split(split), split);
-  report.scan = data::scan_images(images, spec.class_count(), {.threads = std::max(1, workers)});
+  report.scan = data::read_split(spec, split, workers);
   report.images_per_class.assign(spec.names.size(), 0);
   report.instances_per_class.assign(spec.names.size(), 0);
   for (const auto& record : report.scan.images) {
@@ -61,6 +60,10 @@ SplitReport report_split(const data::DatasetSpec& spec, const std::string& split
 
 void print_report(const data::DatasetSpec& spec, const SplitReport& report) {
   fmt::print("{}: {}{}\n", report.name, report.scan.summary(), report.scan.from_cache ? " (from cache)" : "");
+  if (const auto& coco = report.scan.coco) {  // as pycocotools counts them
+    fmt::print("  {}: {} images, {} annotations ({} crowd), {} categories\n", report.scan.cache_file.filename().string(),
+               coco->images, coco->annotations, coco->crowd, coco->categories);
+  }
   for (const auto& message : report.scan.messages) fmt::print("  {}\n", message);
   fmt::print("  {:>22} {:>10} {:>10}\n", "class", "images", "instances");
   for (std::size_t c = 0; c < spec.names.size(); ++c) {
@@ -79,11 +82,16 @@ nlohmann::json report_json(const data::DatasetSpec& spec, const SplitReport& rep
   }
   nlohmann::json histogram = nlohmann::json::object();
   for (const auto& [bucket, count] : report.long_side_histogram) histogram[std::to_string(bucket)] = count;
-  return {{"images", report.scan.images.size()},  {"backgrounds", report.scan.backgrounds},
+  nlohmann::json out = {{"images", report.scan.images.size()},  {"backgrounds", report.scan.backgrounds},
           {"corrupt", report.scan.corrupt},       {"missing_labels", report.scan.missing_labels},
           {"duplicates_removed", report.scan.duplicates_removed},
           {"messages", report.scan.messages},     {"classes", classes},
           {"long_side_histogram", histogram}};
+  if (const auto& coco = report.scan.coco) {
+    out["coco"] = {{"file", report.scan.cache_file.string()}, {"images", coco->images}, {"annotations", coco->annotations},
+                   {"crowd", coco->crowd}, {"categories", coco->categories}};
+  }
+  return out;
 }
 
 int run_data_check(const Arguments& arguments) {

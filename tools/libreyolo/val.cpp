@@ -77,13 +77,18 @@ int run_val(const Arguments& arguments) {
     nlohmann::json predictions = nlohmann::json::array();
     for (const auto& d : result.detections) {
       const auto& record = dataset.record(static_cast<std::size_t>(d.image));
+      // COCO JSON: its image and category ids; YOLO labels: a numeric file stem, as LibreYOLO writes it
       const std::string stem = record.image.stem().string();
-      const bool numeric = !stem.empty() && std::all_of(stem.begin(), stem.end(), ::isdigit);
-      nlohmann::json entry = {{"image_id", numeric ? nlohmann::json(std::stoll(stem)) : nlohmann::json(stem)},
-                              {"category_id", d.category},
-                              {"bbox", {std::round(d.x * 1000) / 1000, std::round(d.y * 1000) / 1000,
-                                        std::round(d.w * 1000) / 1000, std::round(d.h * 1000) / 1000}},
-                              {"score", std::round(d.score * 100000) / 100000}};
+      const bool numeric = !stem.empty() && stem.size() < 19 && std::all_of(stem.begin(), stem.end(), ::isdigit);
+      const nlohmann::json image_id = record.source_id >= 0 ? nlohmann::json(record.source_id)
+                                      : numeric             ? nlohmann::json(std::stoll(stem))
+                                                            : nlohmann::json(stem);
+      nlohmann::json entry = {{"image_id", image_id},
+                              {"category_id", spec.category_id(d.category)},
+                              // unrounded, as LibreYOLO writes them: COCOeval then sees the very
+                              // detections, and tied scores order as ours
+                              {"bbox", {d.x, d.y, d.w, d.h}},
+                              {"score", d.score}};
       predictions.push_back(entry);
     }
     write_file_atomically(run_dir / "predictions.json", predictions.dump());

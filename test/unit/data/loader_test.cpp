@@ -187,7 +187,9 @@ TEST_CASE("min_samples and class_balanced draw with replacement, reproducibly", 
 
 TEST_CASE("class_balanced weights are LVIS repeat factors", "[loader]") {
   const auto record = [](std::vector<int> classes) {
-    ImageRecord r{"x.jpg", 10, 10, {}};
+    ImageRecord r;
+    r.image = "x.jpg";
+    r.width = r.height = 10;
     for (const int c : classes) r.boxes.push_back({c, 0.5f, 0.5f, 0.1f, 0.1f});
     return r;
   };

@@ -11,7 +11,10 @@ namespace fs = std::filesystem;
 TEST_CASE("rect batches: sorted by aspect ratio, one stride-multiple shape per batch", "[val_batches]") {
   std::vector<ImageRecord> records;
   for (const auto& [w, h] : std::vector<std::pair<int, int>>{{640, 480}, {480, 640}, {640, 640}, {640, 360}, {300, 600}, {640, 426}}) {
-    records.push_back({"x.jpg", w, h, {}});
+    ImageRecord& record = records.emplace_back();
+    record.image = "x.jpg";
+    record.width = w;
+    record.height = h;
   }
   const auto plan = plan_rect_batches(records, 2, 640);
   REQUIRE(plan.batches.size() == 3);
