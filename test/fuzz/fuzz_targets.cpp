@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "data/coco_json.h"
 #include "data/dataset_yaml.h"
 #include "data/labels.h"
 #include "models/safetensors.h"
@@ -87,6 +88,24 @@ void labels(const std::uint8_t* data, std::size_t size) {
 void dataset_yaml(const std::uint8_t* data, std::size_t size) {
   const fs::path path = input_file(data, size, "data.yaml");
   refused_cleanly([&] { data::load_dataset_spec(path.string()); });
+}
+
+void coco_json(const std::uint8_t* data, std::size_t size) {
+  const fs::path path = input_file(data, size, "instances_fuzz.json");
+  if (!fs::exists(path.parent_path() / "a.jpg")) std::ofstream(path.parent_path() / "a.jpg") << "x";  // an image that exists
+  refused_cleanly([&] {
+    std::vector<std::int64_t> ids;
+    for (const auto& category : data::read_coco_categories(path)) ids.push_back(category.id);
+    const auto scan = data::read_coco_split(path, path.parent_path(), ids);
+    for (const auto& record : scan.images) {
+      for (const auto& box : record.boxes) {  // what training gets: a class of the dataset, inside the image
+        if (box.cls < 0 || box.cls >= static_cast<int>(ids.size()) || !(box.w > 0 && box.h > 0) || !(box.cx >= 0 && box.cx <= 1) ||
+            !(box.cy >= 0 && box.cy <= 1)) {
+          std::abort();
+        }
+      }
+    }
+  });
 }
 
 void profile_json(const std::uint8_t* data, std::size_t size) {

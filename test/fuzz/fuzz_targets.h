@@ -23,12 +23,13 @@ void torch_file(const std::uint8_t* data, std::size_t size);    // torch.save zi
 void safetensors(const std::uint8_t* data, std::size_t size);   // header JSON + tensor data
 void labels(const std::uint8_t* data, std::size_t size);        // YOLO label text
 void dataset_yaml(const std::uint8_t* data, std::size_t size);  // data.yaml
+void coco_json(const std::uint8_t* data, std::size_t size);     // instances_*.json
 void profile_json(const std::uint8_t* data, std::size_t size);  // profile.json, or a trace through it
 void trace_json(const std::uint8_t* data, std::size_t size);    // Chrome trace and profile_summary.json
 
 inline constexpr NamedTarget kTargets[] = {
     {"torch_file", torch_file}, {"safetensors", safetensors},   {"labels", labels},
-    {"dataset_yaml", dataset_yaml}, {"profile_json", profile_json}, {"trace_json", trace_json},
+    {"dataset_yaml", dataset_yaml}, {"coco_json", coco_json}, {"profile_json", profile_json}, {"trace_json", trace_json},
 };
 
 const NamedTarget* find_target(std::string_view name);

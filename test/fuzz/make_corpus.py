@@ -61,6 +61,13 @@ put("labels", "bad.txt", b"\x01" + b"1 0.5 nan 0.2 0.2\n-1 2 0 1\n")
 put("dataset_yaml", "list.yaml", "path: .\ntrain: images/train\nval: [images/val, more/val]\nnames: [cat, dog]\n")
 put("dataset_yaml", "map.yaml", "path: /tmp/data\ntrain: train.txt\nval: images/val\nnc: 3\nnames:\n  0: a\n  1: b\n  2: c\ndownload: x\n")
 put("dataset_yaml", "bad.yaml", "train: [\nnames: {0: a, 2: b}\n")
+put("coco_json", "valid.json", json.dumps({
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 64, "height": 48}, {"id": 9, "file_name": "b/c.png", "width": 5, "height": 5}],
+    "annotations": [{"id": 1, "image_id": 1, "category_id": 90, "bbox": [-3, 4, 80, 20.5], "area": 300, "iscrowd": 0},
+                    {"id": 2, "image_id": 9, "category_id": 2, "bbox": [0, 0, 5, 5], "iscrowd": 1},
+                    {"id": 3, "image_id": 4, "category_id": 2, "bbox": [1, 1, 0, 2], "area": 0}],
+    "categories": [{"id": 90, "name": "toothbrush"}, {"id": 2, "name": "bicycle"}]}))
+put("coco_json", "bad.json", '{"images": [{"id": 1, "file_name": "", "width": -4}], "categories": [{"id": "x"}]')
 
 # profile.json from a real run, rows cut to a few
 profile = json.load(open(os.path.join(run, "profile.json")))
