@@ -37,6 +37,9 @@ json parse_json_file(const fs::path& path, const char* keep_only = nullptr) {
   } catch (const json::parse_error& error) {
     throw DataError(fmt::format("{}: not valid JSON (at byte {}): {}; fix or re-export the file", path.string(), error.byte,
                                 printable(error.what(), 200)));
+  } catch (const json::exception& error) {  // a number beyond double's range, ...
+    throw DataError(fmt::format("{}: not readable as JSON: {}; fix or re-export the file", path.string(),
+                                printable(error.what(), 200)));
   }
 }
 

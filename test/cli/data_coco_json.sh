@@ -43,6 +43,7 @@ bad badbox '{"images": [{"id": 1, "file_name": "x.jpg", "width": 4, "height": 4}
   "annotations[0]: 'bbox' must be [x, y, width, height] in pixels"
 bad unknown '{"images": [], "annotations": [{"image_id": 1, "category_id": 3, "bbox": [1, 2, 3, 4]}], "categories": [{"id": 1, "name": "a"}]}' \
   "annotations[0]: category_id 3 is not one of the dataset's categories"
+bad overflow '{"images": [], "categories": [{"id": 1, "name": "a"}], "x": 2E3333}' "not readable as JSON"
 bad twice '{"images": [], "categories": [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}]}' "category id 1 is listed twice"
 # no image folder beside the JSON
 mkdir -p elsewhere && cp ds/annotations/instances_val.json elsewhere/
