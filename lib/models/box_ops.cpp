@@ -54,8 +54,16 @@ at::Tensor corners_to_centre_size(const at::Tensor& boxes) {
   return at::stack({(parts[0] + parts[2]) / 2, (parts[1] + parts[3]) / 2, parts[2] - parts[0], parts[3] - parts[1]}, -1);
 }
 
-at::Tensor generalized_iou(const at::Tensor& a, const at::Tensor& b) {
-  constexpr double kEps = 1e-6;
+namespace {
+
+constexpr double kDetrEps = 1e-6;
+
+struct Overlap {
+  at::Tensor iou, union_area;
+};
+
+// The DETRs' IoU and the union it divides by.
+Overlap detr_overlap(const at::Tensor& a, const at::Tensor& b) {
   const at::Tensor a_min = a.narrow(-1, 0, 2), a_max = a.narrow(-1, 2, 2);
   const at::Tensor b_min = b.narrow(-1, 0, 2), b_max = b.narrow(-1, 2, 2);
   const at::Tensor a_size = a_max - a_min, b_size = b_max - b_min;
@@ -64,7 +72,18 @@ at::Tensor generalized_iou(const at::Tensor& a, const at::Tensor& b) {
   const at::Tensor overlap = (at::minimum(a_max, b_max) - at::maximum(a_min, b_min)).clamp_min(0);
   const at::Tensor inter = overlap.select(-1, 0) * overlap.select(-1, 1);
   const at::Tensor union_area = area_a + area_b - inter;
-  const at::Tensor iou = inter / (union_area + kEps);
+  return {inter / (union_area + kDetrEps), union_area};
+}
+
+}  // namespace
+
+at::Tensor detr_iou(const at::Tensor& a, const at::Tensor& b) { return detr_overlap(a, b).iou; }
+
+at::Tensor generalized_iou(const at::Tensor& a, const at::Tensor& b) {
+  constexpr double kEps = kDetrEps;
+  const auto [iou, union_area] = detr_overlap(a, b);
+  const at::Tensor a_min = a.narrow(-1, 0, 2), a_max = a.narrow(-1, 2, 2);
+  const at::Tensor b_min = b.narrow(-1, 0, 2), b_max = b.narrow(-1, 2, 2);
   const at::Tensor enclosing = (at::maximum(a_max, b_max) - at::minimum(a_min, b_min)).clamp_min(0);
   const at::Tensor enclosing_area = enclosing.select(-1, 0) * enclosing.select(-1, 1);
   return iou - (enclosing_area - union_area) / (enclosing_area + kEps);

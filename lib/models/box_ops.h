@@ -18,6 +18,9 @@ at::Tensor centre_size_iou(const at::Tensor& a, const at::Tensor& b, double eps 
 at::Tensor centre_size_to_corners(const at::Tensor& boxes);
 at::Tensor corners_to_centre_size(const at::Tensor& boxes);
 
+// IoU of xyxy boxes in the DETRs' form (eps 1e-6 added to the union), broadcasting as below.
+at::Tensor detr_iou(const at::Tensor& a, const at::Tensor& b);
+
 // Generalized IoU of xyxy boxes (IoU - (enclosing area - union) / enclosing area), the DETRs'
 // form: eps 1e-6 added to the union and to the enclosing area, broadcasting ([N, 1, 4] against
 // [1, M, 4] gives the [N, M] matrix; equal shapes give the pairs).
