@@ -4,6 +4,7 @@
 //   criterion_parity_test DIR
 #include "models/detr/criterion.h"
 #include "models/safetensors.h"
+#include "module_parity.h"
 
 #include <ATen/ATen.h>
 #include <fmt/core.h>
@@ -17,7 +18,8 @@ using namespace libreyolo::models;
 
 namespace {
 
-using Tensors = std::map<std::string, at::Tensor>;
+using parity::difference;
+using parity::Tensors;
 
 std::vector<std::int64_t> values(const at::Tensor& tensor) {
   const at::Tensor flat = tensor.to(at::kLong).contiguous();
@@ -26,13 +28,6 @@ std::vector<std::int64_t> values(const at::Tensor& tensor) {
 
 detr::DetrLevel level_of(const Tensors& io, const std::string& prefix) {
   return {io.at(prefix + ".pred_logits").clone().requires_grad_(), io.at(prefix + ".pred_boxes").clone().requires_grad_()};
-}
-
-// |ours - reference| / max(1, |reference|), the largest over the tensor
-double difference(const at::Tensor& ours, const at::Tensor& reference) {
-  if (ours.sizes() != reference.sizes()) return 1e30;
-  if (ours.numel() == 0) return 0;
-  return ((ours.to(at::kDouble) - reference.to(at::kDouble)).abs() / reference.to(at::kDouble).abs().clamp_min(1)).max().item<double>();
 }
 
 bool run_case(const Tensors& io, const std::string& name) {
@@ -91,24 +86,4 @@ bool run_case(const Tensors& io, const std::string& name) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    fmt::print(stderr, "usage: criterion_parity_test DIR\n");
-    return 2;
-  }
-  try {
-    const auto io = read_safetensors(std::string(argv[1]) + "/criterion.safetensors");
-    bool ok = true;
-    int cases = 0;
-    for (; io.count(fmt::format("case{}.counts", cases)); ++cases) ok = run_case(io, fmt::format("case{}", cases)) && ok;
-    if (cases == 0) {
-      fmt::print("FAIL: no cases in {}/criterion.safetensors\n", argv[1]);
-      return 1;
-    }
-    fmt::print("{}\n", ok ? "criterion parity: OK" : "criterion parity: FAILED");
-    return ok ? 0 : 1;
-  } catch (const std::exception& error) {
-    fmt::print("FAIL: {}\n", error.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return parity::run_cases(argc, argv, "criterion.safetensors", "counts", "criterion", run_case); }

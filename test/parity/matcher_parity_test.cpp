@@ -4,6 +4,7 @@
 //   matcher_parity_test DIR
 #include "models/detr/matcher.h"
 #include "models/safetensors.h"
+#include "module_parity.h"
 
 #include <ATen/ATen.h>
 #include <fmt/core.h>
@@ -42,24 +43,4 @@ bool run_case(const std::map<std::string, at::Tensor>& io, const std::string& na
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    fmt::print(stderr, "usage: matcher_parity_test DIR\n");
-    return 2;
-  }
-  try {
-    const auto io = read_safetensors(std::string(argv[1]) + "/matcher.safetensors");
-    bool ok = true;
-    int cases = 0;
-    for (; io.count(fmt::format("case{}.cost", cases)); ++cases) ok = run_case(io, fmt::format("case{}", cases)) && ok;
-    if (cases == 0) {
-      fmt::print("FAIL: no cases in {}/matcher.safetensors\n", argv[1]);
-      return 1;
-    }
-    fmt::print("{}\n", ok ? "matcher parity: OK" : "matcher parity: FAILED");
-    return ok ? 0 : 1;
-  } catch (const std::exception& error) {
-    fmt::print("FAIL: {}\n", error.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return parity::run_cases(argc, argv, "matcher.safetensors", "cost", "matcher", run_case); }

@@ -29,7 +29,7 @@ std::array<int, 4> stage_blocks(int depth) {
 class PooledShortcutImpl : public torch::nn::Module {
  public:
   PooledShortcutImpl(int in_channels, int out_channels, bool frozen_norm)
-      : conv_(register_module("conv", ConvNorm(in_channels, out_channels, 1, 1, false, frozen_norm))) {}
+      : conv_(register_module("conv", ConvNorm(in_channels, out_channels, 1, 1, Activation::none, frozen_norm))) {}
   torch::Tensor forward(const torch::Tensor& x) {
     return conv_->forward(F::avg_pool2d(x, F::AvgPool2dFuncOptions(2).stride(2).ceil_mode(true)));
   }
@@ -46,17 +46,17 @@ class ResidualBlockImpl : public torch::nn::Module {
   ResidualBlockImpl(int in_channels, int channels, int stride, bool identity, bool bottleneck, bool frozen_norm) {
     const int expansion = bottleneck ? 4 : 1;
     if (bottleneck) {
-      branches_.push_back(register_module("branch2a", ConvNorm(in_channels, channels, 1, 1, true, frozen_norm)));
-      branches_.push_back(register_module("branch2b", ConvNorm(channels, channels, 3, stride, true, frozen_norm)));
-      branches_.push_back(register_module("branch2c", ConvNorm(channels, channels * expansion, 1, 1, false, frozen_norm)));
+      branches_.push_back(register_module("branch2a", ConvNorm(in_channels, channels, 1, 1, Activation::relu, frozen_norm)));
+      branches_.push_back(register_module("branch2b", ConvNorm(channels, channels, 3, stride, Activation::relu, frozen_norm)));
+      branches_.push_back(register_module("branch2c", ConvNorm(channels, channels * expansion, 1, 1, Activation::none, frozen_norm)));
     } else {
-      branches_.push_back(register_module("branch2a", ConvNorm(in_channels, channels, 3, stride, true, frozen_norm)));
-      branches_.push_back(register_module("branch2b", ConvNorm(channels, channels, 3, 1, false, frozen_norm)));
+      branches_.push_back(register_module("branch2a", ConvNorm(in_channels, channels, 3, stride, Activation::relu, frozen_norm)));
+      branches_.push_back(register_module("branch2b", ConvNorm(channels, channels, 3, 1, Activation::none, frozen_norm)));
     }
     if (!identity && stride == 2) {
       pooled_ = register_module("short", PooledShortcut(in_channels, channels * expansion, frozen_norm));
     } else if (!identity) {
-      projection_ = register_module("short", ConvNorm(in_channels, channels * expansion, 1, stride, false, frozen_norm));
+      projection_ = register_module("short", ConvNorm(in_channels, channels * expansion, 1, stride, Activation::none, frozen_norm));
     }
   }
 
@@ -113,12 +113,22 @@ torch::Tensor FrozenBatchNorm2dImpl::forward(const torch::Tensor& x) {
   return x * scale + shift;
 }
 
-ConvNormImpl::ConvNormImpl(int in_channels, int out_channels, int kernel, int stride, bool relu, bool frozen_norm)
+torch::Tensor activate(const torch::Tensor& x, Activation activation) {
+  switch (activation) {
+    case Activation::relu: return at::relu(x);
+    case Activation::silu: return at::silu(x);
+    case Activation::gelu: return at::gelu(x);
+    case Activation::none: break;
+  }
+  return x;
+}
+
+ConvNormImpl::ConvNormImpl(int in_channels, int out_channels, int kernel, int stride, Activation activation, bool frozen_norm)
     : conv_(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, kernel)
                                                           .stride(stride)
                                                           .padding((kernel - 1) / 2)
                                                           .bias(false)))),
-      relu_(relu) {
+      activation_(activation) {
   if (frozen_norm) {
     frozen_ = register_module("norm", FrozenBatchNorm2d(out_channels));
   } else {
@@ -129,16 +139,16 @@ ConvNormImpl::ConvNormImpl(int in_channels, int out_channels, int kernel, int st
 torch::Tensor ConvNormImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = conv_->forward(x);
   y = frozen_ ? frozen_->forward(y) : norm_->forward(y);
-  return relu_ ? at::relu(y) : y;
+  return activate(y, activation_);
 }
 
 PResNetImpl::PResNetImpl(const PResNetOptions& options) : options_(options) {
   const auto blocks = stage_blocks(options.depth);
   const bool bottleneck = options.depth >= 50, frozen = options.freeze_norm;
   stem_ = register_module("conv1", torch::nn::Sequential());
-  stem_->push_back("conv1_1", ConvNorm(3, 32, 3, 2, true, frozen));
-  stem_->push_back("conv1_2", ConvNorm(32, 32, 3, 1, true, frozen));
-  stem_->push_back("conv1_3", ConvNorm(32, 64, 3, 1, true, frozen));
+  stem_->push_back("conv1_1", ConvNorm(3, 32, 3, 2, Activation::relu, frozen));
+  stem_->push_back("conv1_2", ConvNorm(32, 32, 3, 1, Activation::relu, frozen));
+  stem_->push_back("conv1_3", ConvNorm(32, 64, 3, 1, Activation::relu, frozen));
   stages_ = register_module("res_layers", torch::nn::ModuleList());
   int in_channels = 64;
   const std::array<int, 4> channels{64, 128, 256, 512};

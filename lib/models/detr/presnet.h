@@ -28,17 +28,21 @@ class FrozenBatchNorm2dImpl : public torch::nn::Module {
 };
 TORCH_MODULE(FrozenBatchNorm2d);
 
-// Conv (no bias, padding (k-1)/2) + BatchNorm (frozen or not) + ReLU or nothing; names conv, norm.
+enum class Activation { none, relu, silu, gelu };
+torch::Tensor activate(const torch::Tensor& x, Activation activation);
+
+// Conv (no bias, padding (k-1)/2) + BatchNorm (frozen or not) + an activation; names conv, norm.
+// The reference's ConvNormLayer, in the backbone (ReLU) and the encoder (SiLU).
 class ConvNormImpl : public torch::nn::Module {
  public:
-  ConvNormImpl(int in_channels, int out_channels, int kernel, int stride, bool relu, bool frozen_norm);
+  ConvNormImpl(int in_channels, int out_channels, int kernel, int stride, Activation activation, bool frozen_norm = false);
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
   torch::nn::Conv2d conv_{nullptr};
   torch::nn::BatchNorm2d norm_{nullptr};
   FrozenBatchNorm2d frozen_{nullptr};
-  bool relu_;
+  Activation activation_;
 };
 TORCH_MODULE(ConvNorm);
 
