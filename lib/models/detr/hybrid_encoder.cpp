@@ -71,6 +71,8 @@ Module& nth(torch::nn::ModuleListImpl& list, std::size_t index) {
 
 }  // namespace
 
+torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) { return at::linear(x, layer->weight, layer->bias); }
+
 MultiheadAttentionImpl::MultiheadAttentionImpl(int embed_dim, int heads)
     : in_proj_weight_(register_parameter("in_proj_weight", at::empty({3 * embed_dim, embed_dim}))),
       in_proj_bias_(register_parameter("in_proj_bias", at::zeros({3 * embed_dim}))),
@@ -121,7 +123,7 @@ EncoderLayerImpl::EncoderLayerImpl(int dim, int heads, int feedforward)
 torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& source, const torch::Tensor& position) {
   const torch::Tensor q = source + position.to(source.device(), source.scalar_type());
   torch::Tensor x = norm1_->forward(source + self_attn_->forward(q, q, source));
-  return norm2_->forward(x + linear2_->forward(at::gelu(linear1_->forward(x))));
+  return norm2_->forward(x + linear(linear2_, at::gelu(linear(linear1_, x))));
 }
 
 torch::Tensor sincos_position_embedding(int w, int h, int dim, double temperature) {

@@ -17,6 +17,11 @@
 
 namespace libreyolo::models::detr {
 
+// A linear layer as PyTorch's Python computes it (at::linear: one fused matmul with the bias).
+// LibTorch's C++ torch::nn::Linear multiplies, then adds the bias, for inputs of more than two
+// dimensions: other roundings, so the DETR modules call this instead of its forward().
+torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x);
+
 // Multi-head attention as torch.nn.MultiheadAttention computes it (batch first, packed input
 // projection, names in_proj_weight, in_proj_bias, out_proj): the same operations in the same
 // order, so that its outputs and gradients equal PyTorch's. `mask` [L, S]: bool (true: not
