@@ -149,7 +149,7 @@ RtdetrDecoderImpl::RtdetrDecoderImpl(const RtdetrDecoderOptions& options) : opti
   input_proj_ = register_module("input_proj", torch::nn::ModuleList());
   for (int i = 0; i < options.levels; ++i) {
     torch::nn::Sequential projection;
-    projection->push_back("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(hidden, hidden, 1).bias(false)));
+    projection->push_back("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(options.in_channels, hidden, 1).bias(false)));
     projection->push_back("norm", torch::nn::BatchNorm2d(hidden));
     input_proj_->push_back(projection);
   }
@@ -227,7 +227,7 @@ DetrOutputs RtdetrDecoderImpl::forward(const std::vector<torch::Tensor>& feature
   at::Tensor points_detached = reference.sigmoid().to(output.scalar_type());
   at::Tensor points = points_detached;
   std::vector<at::Tensor> logits, boxes;
-  const int last_layer = options_.layers - 1;
+  const int last_layer = options_.eval_layer >= 0 ? options_.eval_layer : options_.layers + options_.eval_layer;
   for (int i = 0; i < options_.layers; ++i) {
     const at::Tensor position = query_pos_head_->forward(points_detached);
     output = layers_[i]->as<DecoderLayerImpl>()->forward(output, points_detached.unsqueeze(2), memory, shapes, attn_mask, position);

@@ -70,6 +70,7 @@ TORCH_MODULE(DecoderLayer);
 
 struct RtdetrDecoderOptions {
   int classes = 80;
+  int in_channels = 256;  // the encoder's width (r101 and x: 384)
   int hidden = 256;
   int queries = 300;
   int layers = 3;  // r18: 3, r34: 4, r50 and up: 6
@@ -77,13 +78,15 @@ struct RtdetrDecoderOptions {
   int feedforward = 1024;
   int levels = 3;
   int points = 4;
+  int eval_layer = -1;  // the layer whose outputs eval returns (-1: the last; r50m: 2)
 };
 
 class RtdetrDecoderImpl : public torch::nn::Module {
  public:
   explicit RtdetrDecoderImpl(const RtdetrDecoderOptions& options);
   // Training (module in train mode): every layer's outputs, the encoder's proposals and, with
-  // `denoising`, the denoising queries' outputs per layer. Eval: `last` only (the last layer).
+  // `denoising`, the denoising queries' outputs per layer. Eval: `last` only (eval_layer's; the
+  // layers after it do not run).
   DetrOutputs forward(const std::vector<torch::Tensor>& features, const DenoisingQueries* denoising = nullptr);
   const RtdetrDecoderOptions& options() const { return options_; }
 

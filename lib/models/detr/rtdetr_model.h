@@ -1,0 +1,56 @@
+// RT-DETR as LibreYOLO builds it: PResNet backbone ("backbone"), hybrid encoder ("encoder") and
+// decoder ("decoder"), per size r18, r34, r50, r50m and r101 (l and x, on HGNetv2, are not built
+// yet). Trained from scratch, the backbone's norms train and nothing is frozen; from a checkpoint,
+// as LibreYOLO does, the stem is frozen and r50 and up freeze their backbone norms.
+#pragma once
+
+#include "models/detr/denoising.h"
+#include "models/detr/hybrid_encoder.h"
+#include "models/detr/presnet.h"
+#include "models/detr/rtdetr_decoder.h"
+
+#include <torch/nn/module.h>
+
+#include <string>
+#include <vector>
+
+namespace libreyolo::models::detr {
+
+struct RtdetrConfig {
+  int depth = 18;
+  int encoder_hidden = 256, encoder_feedforward = 1024;
+  double expansion = 0.5;
+  int decoder_feedforward = 1024;
+  int layers = 3;
+  int eval_layer = -1;
+  bool frozen_norm = false;  // the backbone's norms, when not from scratch
+};
+
+// The sizes built here, and each one's configuration. Throws ModelError for another size.
+const std::vector<std::string>& rtdetr_sizes();
+RtdetrConfig rtdetr_config(const std::string& size);
+
+struct RtdetrOptions {
+  std::string size = "r18";
+  int classes = 80;
+  int queries = 300;
+  bool scratch = true;  // false: the stem frozen, and the backbone norms where the size freezes them
+};
+
+class RtdetrModelImpl : public torch::nn::Module {
+ public:
+  explicit RtdetrModelImpl(const RtdetrOptions& options);
+  // `denoising`: the training batch's denoising queries (train mode only).
+  DetrOutputs forward(const torch::Tensor& images, const DenoisingQueries* denoising = nullptr);
+  const RtdetrOptions& options() const { return options_; }
+  const RtdetrDecoderOptions& decoder_options() const { return decoder_->options(); }
+
+ private:
+  RtdetrOptions options_;
+  PResNet backbone_{nullptr};
+  HybridEncoder encoder_{nullptr};
+  RtdetrDecoder decoder_{nullptr};
+};
+TORCH_MODULE(RtdetrModel);
+
+}  // namespace libreyolo::models::detr

@@ -1,0 +1,119 @@
+"""libreyolo 1.6.0's whole RT-DETR network (RTDETRModel: PResNet, hybrid encoder, decoder) built as
+LibreRTDETR builds each size, without downloading a backbone, with random weights: its state dict,
+and on random images its eval outputs, its train-mode outputs for a batch of targets (the denoising
+draws recorded), and the gradients of a weighted sum of every output with respect to every
+trainable parameter, and the loss terms of RTDETRLoss on those outputs, for rtdetr_parity_test.
+
+    make_rtdetr_reference.py OUT_DIR
+"""
+import sys
+
+try:
+    import torch
+    from safetensors.torch import save_file
+    import libreyolo.models.rtdetr.denoising as denoising
+    from libreyolo.models.rtdetr.loss import RTDETRLoss
+    from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
+    from libreyolo.models.rtdetr.nn import RTDETRModel
+except ImportError as error:  # the venv is there (the wrapper skips only without it): a missing oracle fails
+    print(f"FAIL: the test venv cannot import an oracle ({error}); run scripts/setup.sh")
+    sys.exit(1)
+
+CLASSES, QUERIES = 7, 20
+# (size, from scratch): as LibreRTDETR's _init_model builds it
+CASES = [("r18", True), ("r50m", False), ("r101", True)]
+
+
+class RecordingTorch:
+    def __init__(self):
+        self.draws = []
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    def rand_like(self, *args, **kwargs):
+        self.draws.append(torch.rand_like(*args, **kwargs))
+        return self.draws[-1]
+
+    def randint_like(self, *args, **kwargs):
+        self.draws.append(torch.randint_like(*args, **kwargs))
+        return self.draws[-1]
+
+
+def build(size, scratch):
+    cfg = RTDETR_CONFIGS[size]
+    return RTDETRModel(num_classes=CLASSES, backbone_depth=cfg["backbone_depth"],
+                       backbone_freeze_at=-1 if scratch else cfg["backbone_freeze_at"],
+                       backbone_freeze_norm=False if scratch else cfg["backbone_freeze_norm"], backbone_pretrained=False,
+                       hidden_dim=cfg["encoder_hidden_dim"], dim_feedforward=cfg["encoder_dim_feedforward"],
+                       expansion=cfg["encoder_expansion"], decoder_hidden_dim=cfg["decoder_hidden_dim"],
+                       decoder_dim_feedforward=cfg.get("decoder_dim_feedforward", 1024),
+                       num_decoder_layers=cfg["num_decoder_layers"], eval_idx=cfg["eval_idx"], num_queries=QUERIES)
+
+
+def case(generator, size, scratch):
+    model = build(size, scratch)
+    with torch.no_grad():  # random norm statistics, and box heads away from their zero initialisation
+        for name, tensor in model.state_dict().items():
+            if name.endswith("running_var"):
+                tensor.copy_(0.5 + torch.rand(tensor.shape, generator=generator))
+            elif name.endswith("running_mean"):
+                tensor.copy_(0.1 * torch.randn(tensor.shape, generator=generator))
+            elif "bbox_head" in name and name.endswith("layers.2.weight"):
+                tensor.copy_(0.05 * torch.randn(tensor.shape, generator=generator))
+    tensors = {f"state.{k}": v.clone() for k, v in model.state_dict().items()}
+    tensors["config"] = torch.tensor([["r18", "r34", "r50", "r50m", "r101"].index(size), int(scratch)], dtype=torch.int64)
+    images = torch.rand(2, 3, 64, 96, generator=generator)
+    tensors["images"] = images
+    counts = [2, 3]
+    targets = []
+    for n in counts:
+        box_size = 0.1 + 0.4 * torch.rand(n, 2, generator=generator)
+        centre = box_size / 2 + (1 - box_size) * torch.rand(n, 2, generator=generator)
+        targets.append({"labels": torch.randint(0, CLASSES, (n,), generator=generator),
+                        "boxes": torch.cat([centre, box_size], 1)})
+    tensors["counts"] = torch.tensor(counts, dtype=torch.int64)
+    tensors["classes"] = torch.cat([t["labels"] for t in targets])
+    tensors["boxes"] = torch.cat([t["boxes"] for t in targets])
+    model.eval()
+    with torch.no_grad():
+        out = model(images)
+    tensors["eval.logits"], tensors["eval.boxes"] = out["pred_logits"], out["pred_boxes"]
+    model.train()
+    recorder = RecordingTorch()
+    denoising.torch = recorder
+    try:
+        out = model(images, targets=targets)
+    finally:
+        denoising.torch = torch
+    for key, draw in zip(("label_uniform", "random_label", "sign_bit", "box_uniform"), recorder.draws):
+        tensors[f"noise.{key}"] = draw
+    with torch.no_grad():  # the loss on these outputs (the matcher's assignment included)
+        for key, value in RTDETRLoss(num_classes=CLASSES)(out, targets).items():
+            tensors[f"loss.{key}"] = value.detach().reshape(())
+    levels = [("last", out)] + [(f"aux{i}", o) for i, o in enumerate(out["aux_outputs"])] + \
+             [(f"dn{i}", o) for i, o in enumerate(out["dn_aux_outputs"])]
+    total = 0
+    for label, level in levels:
+        for key in ("pred_logits", "pred_boxes"):
+            weights = torch.randn(level[key].shape, generator=generator)
+            tensors[f"train.{label}.{key}"] = level[key].detach()
+            tensors[f"weights.{label}.{key}"] = weights
+            total = total + (level[key] * weights).sum()
+    total.backward()
+    for key, parameter in model.named_parameters():
+        if parameter.requires_grad:
+            tensors[f"grad.{key}"] = parameter.grad if parameter.grad is not None else torch.zeros_like(parameter)
+    return tensors
+
+
+def main(out_dir):
+    torch.manual_seed(20261210)
+    generator = torch.Generator().manual_seed(20261210)
+    cases = [case(generator, size, scratch) for size, scratch in CASES]
+    save_file({f"case{i}.{k}": v.contiguous() for i, tensors in enumerate(cases) for k, v in tensors.items()},
+              f"{out_dir}/rtdetr.safetensors")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
