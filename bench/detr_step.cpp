@@ -1,0 +1,93 @@
+// One RT-DETR training step on this machine, by phase (JSON line): the forward with the denoising
+// queries, the Hungarian matching and the loss, the backward, and AdamW with gradient clipping
+// (the reference's recipe: lr 1e-4, weight decay 1e-4, clip 0.1). Random images and targets, the
+// same each step; medians over `steps` after one warm-up step. bench/detr_step.py runs this beside
+// libreyolo 1.6.0's step.
+//   bench/detr_step [size=r18] [imgsz=320] [batch=4] [steps=5] [targets=6] [classes=80]
+#include "median.h"
+#include "models/detr/criterion.h"
+#include "models/detr/denoising.h"
+#include "models/detr/rtdetr_model.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+using namespace libreyolo::models;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> args{{"size", "r18"}, {"imgsz", "320"}, {"batch", "4"}, {"steps", "5"}, {"targets", "6"},
+                                          {"classes", "80"}};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto eq = arg.find('=');
+    if (eq == std::string::npos || !args.count(arg.substr(0, eq))) {
+      fmt::print(stderr, "usage: detr_step [size=r18] [imgsz=320] [batch=4] [steps=5] [targets=6] [classes=80]\n");
+      return 2;
+    }
+    args[arg.substr(0, eq)] = arg.substr(eq + 1);
+  }
+  const int imgsz = std::stoi(args["imgsz"]), batch = std::stoi(args["batch"]), steps = std::stoi(args["steps"]);
+  const int per_image = std::stoi(args["targets"]), classes = std::stoi(args["classes"]);
+  at::manual_seed(0);
+  detr::RtdetrModel model(detr::RtdetrOptions{.size = args["size"], .classes = classes});
+  model->train();
+  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(1e-4));
+  const at::Tensor images = at::rand({batch, 3, imgsz, imgsz});
+  const at::Tensor sizes = 0.05 + 0.3 * at::rand({batch * per_image, 2});
+  const detr::DetrTargets targets{at::randint(classes, {batch * per_image}, at::kLong),
+                                  at::cat({sizes / 2 + (1 - sizes) * at::rand({batch * per_image, 2}), sizes}, 1),
+                                  std::vector<std::int64_t>(static_cast<std::size_t>(batch), per_image)};
+  detr::DenoisingOptions denoising;
+  denoising.classes = classes;
+  detr::CriterionOptions criterion;
+  criterion.classes = classes;
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(0);
+  std::map<std::string, std::vector<double>> phases;
+  for (int step = 0; step <= steps; ++step) {
+    auto start = Clock::now();
+    const auto [count, groups] = detr::denoising_shape(targets.counts, denoising);
+    const auto queries = detr::make_denoising_queries(targets, denoising, detr::draw_denoising_noise(batch, count, classes, generator));
+    const auto outputs = model->forward(images, &queries);
+    const double forward = since(start);
+    start = Clock::now();
+    const auto loss = detr::detr_loss(outputs, targets, criterion);
+    const double matching_loss = since(start);
+    start = Clock::now();
+    optimizer.zero_grad();
+    loss.total.backward();
+    const double backward = since(start);
+    start = Clock::now();
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 0.1);
+    optimizer.step();
+    const double optimizer_step = since(start);
+    if (step == 0) continue;  // warm-up
+    phases["forward_s"].push_back(forward);
+    phases["matching_loss_s"].push_back(matching_loss);
+    phases["backward_s"].push_back(backward);
+    phases["optimizer_s"].push_back(optimizer_step);
+    phases["step_s"].push_back(forward + matching_loss + backward + optimizer_step);
+  }
+  nlohmann::json out = {{"bench", "detr_step"}, {"implementation", "libreyolo (C++)"}, {"model", "rtdetr-" + args["size"]},
+                        {"imgsz", imgsz}, {"batch", batch}, {"targets_per_image", per_image}, {"steps", steps},
+                        {"threads", at::get_num_threads()}};
+  for (const auto& [name, values] : phases) out[name] = libreyolo::bench::median(values);
+  fmt::print("{}\n", out.dump());
+  return 0;
+}

@@ -1,0 +1,111 @@
+"""An RT-DETR training step on the CPU, ours (bench/detr_step) beside libreyolo 1.6.0's (its
+RTDETRModel and RTDETRLoss, torch's AdamW and clip_grad_norm_), same size, input, batch, targets
+and recipe (lr 1e-4, weight decay 1e-4, clip 0.1), by phase: forward with the denoising queries,
+matching and loss, backward, optimizer. Medians over --steps after a warm-up step; --repeat runs
+each implementation that many times, interleaved, and reports the median of their medians.
+
+    python3 bench/detr_step.py [--size r18] [--imgsz 320] [--batch 4] [--steps 5] [--repeat 3]
+                               [--targets 6] [--threads N]
+
+Needs the test venv (libreyolo 1.6.0, torch) for the reference; run it with that venv's Python.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from machine import ROOT, cpu_model
+
+PHASES = ("forward_s", "matching_loss_s", "backward_s", "optimizer_s", "step_s")
+
+
+def reference_step(args):
+    import torch
+    from libreyolo.models.rtdetr.loss import RTDETRLoss
+    from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
+    from libreyolo.models.rtdetr.nn import RTDETRModel
+
+    torch.manual_seed(0)
+    cfg = RTDETR_CONFIGS[args.size]
+    model = RTDETRModel(num_classes=80, backbone_depth=cfg["backbone_depth"], backbone_freeze_at=-1,
+                        backbone_freeze_norm=False, backbone_pretrained=False, hidden_dim=cfg["encoder_hidden_dim"],
+                        dim_feedforward=cfg["encoder_dim_feedforward"], expansion=cfg["encoder_expansion"],
+                        decoder_hidden_dim=cfg["decoder_hidden_dim"],
+                        decoder_dim_feedforward=cfg.get("decoder_dim_feedforward", 1024),
+                        num_decoder_layers=cfg["num_decoder_layers"], eval_idx=cfg["eval_idx"])
+    model.train()
+    criterion = RTDETRLoss(num_classes=80)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-4)
+    images = torch.rand(args.batch, 3, args.imgsz, args.imgsz)
+    targets = []
+    for _ in range(args.batch):
+        size = 0.05 + 0.3 * torch.rand(args.targets, 2)
+        targets.append({"labels": torch.randint(0, 80, (args.targets,)),
+                        "boxes": torch.cat([size / 2 + (1 - size) * torch.rand(args.targets, 2), size], 1)})
+    phases = {name: [] for name in PHASES}
+    for step in range(args.steps + 1):
+        start = time.perf_counter()
+        outputs = model(images, targets=targets)
+        forward = time.perf_counter() - start
+        start = time.perf_counter()
+        losses = criterion(outputs, targets)
+        matching_loss = time.perf_counter() - start
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        losses["total_loss"].backward()
+        backward = time.perf_counter() - start
+        start = time.perf_counter()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        optimizer.step()
+        optimizer_step = time.perf_counter() - start
+        if step == 0:
+            continue
+        for name, value in zip(PHASES, (forward, matching_loss, backward, optimizer_step,
+                                        forward + matching_loss + backward + optimizer_step)):
+            phases[name].append(value)
+    return {name: statistics.median(values) for name, values in phases.items()} | {"threads": torch.get_num_threads()}
+
+
+def ours_step(args):
+    binary = os.environ.get("LIBREYOLO_BENCH_DIR", str(ROOT / "build" / "bench")) + "/detr_step"
+    output = subprocess.run([binary, f"size={args.size}", f"imgsz={args.imgsz}", f"batch={args.batch}",
+                             f"steps={args.steps}", f"targets={args.targets}"], check=True, capture_output=True, text=True)
+    return json.loads(output.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", default="r18")
+    parser.add_argument("--imgsz", type=int, default=320)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--targets", type=int, default=6)
+    parser.add_argument("--threads", type=int, default=0, help="intra-op threads for both (default: torch's)")
+    args = parser.parse_args()
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        import torch
+        torch.set_num_threads(args.threads)
+    runs = {"ours": [], "reference": []}
+    for _ in range(args.repeat):
+        runs["ours"].append(ours_step(args))
+        runs["reference"].append(reference_step(args))
+        for name, run in (("ours", runs["ours"][-1]), ("reference", runs["reference"][-1])):
+            print(json.dumps({"run": name} | {k: run[k] for k in PHASES}))
+    summary = {"bench": "detr_step", "model": f"rtdetr-{args.size}", "imgsz": args.imgsz, "batch": args.batch,
+               "targets_per_image": args.targets, "steps": args.steps, "repeat": args.repeat, "cpu": cpu_model(),
+               "threads": runs["ours"][-1]["threads"]}
+    for name in PHASES:
+        ours = statistics.median(run[name] for run in runs["ours"])
+        theirs = statistics.median(run[name] for run in runs["reference"])
+        summary[name] = {"ours": round(ours, 4), "reference": round(theirs, 4), "speedup": round(theirs / ours, 3)}
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "bench"))
+    main()
