@@ -234,11 +234,8 @@ bool Config::differs_from_default(std::string_view key) const {
   const OptionSpec& spec = option_table()[index];
   // A cfg file (a run's train_config.yaml) repeats the family's values: those are no request.
   std::string_view fallback = spec.default_value;
-  const std::string sized = family_.empty() ? std::string() : fmt::format("{}-{}", family_, size_);
-  for (const auto& entry : family_overrides()) {
-    if (sources_[index] == Source::cfg_file && entry.key == key && !family_.empty() && (entry.scope == family_ || entry.scope == sized)) {
-      fallback = entry.value;
-    }
+  for (const auto& entry : family_defaults_) {
+    if (sources_[index] == Source::cfg_file && entry.key == key) fallback = entry.value;
   }
   return values_[index] != parse_value(spec, fallback);
 }
@@ -315,16 +312,12 @@ void Config::apply_family_defaults(const ModelIdentifier& identify) {
   const ModelIdentity name = identify(get_text("model"));
   family_ = name.family;
   size_ = name.size;
-  if (family_.empty()) return;
-  const std::string sized = fmt::format("{}-{}", family_, size_);
-  for (const auto& scope : {std::string_view(family_), std::string_view(sized)}) {
-    for (const auto& entry : family_overrides()) {
-      if (entry.scope != scope) continue;
-      const std::size_t index = index_of(entry.key);
-      if (sources_[index] == Source::cfg_file || sources_[index] == Source::command_line) continue;
-      values_[index] = parse_value(option_table()[index], entry.value);
-      sources_[index] = Source::family_default;
-    }
+  family_defaults_ = name.defaults;
+  for (const auto& entry : family_defaults_) {
+    const std::size_t index = index_of(entry.key);
+    if (sources_[index] == Source::cfg_file || sources_[index] == Source::command_line) continue;
+    values_[index] = parse_value(option_table()[index], entry.value);
+    sources_[index] = Source::family_default;
   }
 }
 

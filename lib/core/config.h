@@ -19,6 +19,7 @@ namespace libreyolo::config {
 // hands in the identifier (models::identify_model), so the config never opens a weights file itself.
 struct ModelIdentity {
   std::string family, size;
+  std::vector<OptionDefault> defaults;  // the family's recipe for this size (later entries win)
 };
 using ModelIdentifier = std::function<ModelIdentity(const std::string& model)>;
 
@@ -82,6 +83,7 @@ class Config {
   std::vector<Source> sources_;
   std::string family_;
   std::string size_;
+  std::vector<OptionDefault> family_defaults_;
   std::vector<std::string> notes_;
 };
 

@@ -71,9 +71,22 @@ std::string support_note(const OptionSpec& spec) {
   }
 }
 
+// "yolo9: 0.937, yolox: 0.9" for a key the families set ("" when none does).
+std::string family_values(std::string_view key, std::span<const FamilyDefaults> families) {
+  std::string text;
+  for (const auto& family : families) {
+    std::string_view value;
+    for (const auto& entry : family.defaults) {
+      if (entry.key == key) value = entry.value;
+    }
+    if (!value.empty()) text += fmt::format("{}{}: {}", text.empty() ? "" : ", ", family.label, value);
+  }
+  return text;
+}
+
 }  // namespace
 
-std::string format_command_help(Command command) {
+std::string format_command_help(Command command, std::span<const FamilyDefaults> families) {
   std::string text = fmt::format(
       "usage: libreyolo {} key=value ...   (also --key value, --key for true, --no-key for false)\n",
       command_name(command));
@@ -86,14 +99,17 @@ std::string format_command_help(Command command) {
       const std::string alias = aliases_of(spec.name);
       if (!alias.empty()) text += fmt::format("  {:<28} (Ultralytics spelling: {})\n", "", alias);
       if (const std::string note = support_note(spec); !note.empty()) text += fmt::format("  {:<28} {}\n", "", note);
+      if (const std::string values = family_values(spec.name, families); !values.empty()) {
+        text += fmt::format("  {:<28} family defaults: {}\n", "", values);
+      }
     }
   }
-  text += "\nFamily defaults (yolo9, yolox) replace these defaults for keys you do not set; "
+  text += "\nA model family's defaults (\"family defaults\" above) replace the table's for keys you do not set; "
           "`libreyolo cfg model=...` shows the resolved values.\n";
   return text;
 }
 
-std::string format_man_options(unsigned command) {
+std::string format_man_options(unsigned command, std::span<const FamilyDefaults> families) {
   std::string text;
   for (const auto group : groups_of(command)) {
     text += fmt::format(".SS {}\n", troff_escape(group));
@@ -104,6 +120,9 @@ std::string format_man_options(unsigned command) {
       const std::string alias = aliases_of(spec.name);
       if (!alias.empty()) text += fmt::format("Also accepted: {}.\n", troff_escape(alias));
       if (const std::string note = support_note(spec); !note.empty()) text += troff_escape(note) + "\n";
+      if (const std::string values = family_values(spec.name, families); !values.empty()) {
+        text += fmt::format("Family defaults: {}.\n", troff_escape(values));
+      }
       if (spec.commands != command) {
         std::string owners;
         for (const Command owner : {command_train, command_val, command_predict, command_profile, command_data, command_info}) {

@@ -4,14 +4,22 @@
 
 #include "core/option_table.h"
 
+#include <span>
 #include <string>
+#include <vector>
 
 namespace libreyolo::config {
 
-std::string format_command_help(Command command);
+// The recipe defaults of a model family (or of one of its sizes), shown with the keys they set.
+struct FamilyDefaults {
+  std::string label;  // "yolo9", "yolox-n"
+  std::vector<OptionDefault> defaults;
+};
+
+std::string format_command_help(Command command, std::span<const FamilyDefaults> families = {});
 
 // troff lines (.TP entries) for every key of `commands` (a bit set), grouped like the help; a
-// key that other commands take too says which.
-std::string format_man_options(unsigned command);
+// key that other commands take too says which, and a key a family sets gives the family's value.
+std::string format_man_options(unsigned command, std::span<const FamilyDefaults> families = {});
 
 }  // namespace libreyolo::config

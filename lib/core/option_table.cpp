@@ -16,7 +16,7 @@ constexpr unsigned train_data = command_train | command_data;  // training keys 
 constexpr double unbounded = 1e12;
 
 // Keys and defaults follow LibreYOLO's trainer (CLI keys plus the TrainConfig fields);
-// family values live in kFamilyOverrides below.
+// each family's own values come with the family (lib/models/<family>/recipe.cpp).
 constexpr auto kOptions = std::to_array<OptionSpec>({
     // --- model / data
     {.name = "model", .type = T::text, .default_value = "yolox-s", .group = "model/data",
@@ -346,50 +346,6 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
      .help = "print the resolved configuration and stop before loading data", .commands = run_model, .support = S::honoured},
 });
 
-constexpr auto kFamilyOverrides = std::to_array<FamilyOverride>({
-    {"yolox", "sync_bn", "true"},
-    {"yolox", "momentum", "0.9"},
-    {"yolox", "scheduler", "yoloxwarmcos"},
-    {"yolox", "warmup_epochs", "5"},
-    {"yolox", "warmup_lr_start", "0.0"},
-    {"yolox", "no_aug_epochs", "15"},
-    {"yolox", "min_lr_ratio", "0.05"},
-    {"yolox", "degrees", "10.0"},
-    {"yolox", "shear", "2.0"},
-    {"yolox", "mosaic_scale", "(0.1,2.0)"},
-    {"yolox", "mixup", "1.0"},
-    {"yolox", "ema_decay", "0.9998"},
-    {"yolox", "name", "exp"},
-    // YOLOX-nano/-tiny recipes: 416 input, milder scale jitter, no mixup (nano: mosaic 0.5).
-    {"yolox-n", "imgsz", "416"},
-    {"yolox-n", "mosaic_scale", "(0.5,1.5)"},
-    {"yolox-n", "mixup", "0.0"},
-    {"yolox-n", "mosaic", "0.5"},
-    {"yolox-t", "imgsz", "416"},
-    {"yolox-t", "mosaic_scale", "(0.5,1.5)"},
-    {"yolox-t", "mixup", "0.0"},
-
-    {"yolo9", "sync_bn", "true"},
-    {"yolo9", "momentum", "0.937"},
-    {"yolo9", "scheduler", "linear"},
-    {"yolo9", "warmup_epochs", "3"},
-    {"yolo9", "warmup_lr_start", "0.0001"},
-    {"yolo9", "warmup_momentum", "0.8"},
-    {"yolo9", "no_aug_epochs", "15"},
-    {"yolo9", "min_lr_ratio", "0.01"},
-    {"yolo9", "degrees", "0.0"},
-    {"yolo9", "shear", "0.0"},
-    {"yolo9", "mosaic_scale", "(0.5,1.5)"},
-    {"yolo9", "mixup", "0.0"},
-    {"yolo9", "ema_decay", "0.9999"},
-    {"yolo9", "name", "yolo9_exp"},
-    {"yolo9", "workers", "8"},
-    {"yolo9", "max_labels", "300"},
-    {"yolo9", "aux_weight", "0.25"},
-    {"yolo9", "copy_paste", "0.0"},
-    {"yolo9", "rot90", "0.0"},
-});
-
 constexpr auto kAliases = std::to_array<Alias>({
     {"lrf", "min_lr_ratio"},
     {"close_mosaic", "no_aug_epochs"},
@@ -407,7 +363,6 @@ constexpr auto kAliases = std::to_array<Alias>({
 }  // namespace
 
 std::span<const OptionSpec> option_table() { return kOptions; }
-std::span<const FamilyOverride> family_overrides() { return kFamilyOverrides; }
 std::span<const Alias> aliases() { return kAliases; }
 
 const OptionSpec* find_option(std::string_view name) {

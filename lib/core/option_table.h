@@ -57,9 +57,9 @@ struct OptionSpec {
   std::string_view why = {};       // for logged and refused keys: the reason, as users read it
 };
 
-// A family (or family-size) default that replaces the table default unless the user gave the key.
-struct FamilyOverride {
-  std::string_view scope;  // "yolo9", "yolox", or "yolox-n" for one size
+// A model family's own default for a key (its recipe), replacing the table's unless the user gave
+// the key. Each family supplies its list (lib/models/<family>/recipe.cpp); core knows no family.
+struct OptionDefault {
   std::string_view key;
   std::string_view value;
 };
@@ -79,7 +79,6 @@ struct Alias {
 };
 
 std::span<const OptionSpec> option_table();
-std::span<const FamilyOverride> family_overrides();
 std::span<const Alias> aliases();
 
 const OptionSpec* find_option(std::string_view name);

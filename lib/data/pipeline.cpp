@@ -9,10 +9,9 @@ namespace libreyolo::data {
 
 std::string_view recipe_name(Recipe recipe) { return recipe == Recipe::yolox ? "yolox" : "yolo9"; }
 
-AugmentConfig AugmentConfig::from_config(const config::Config& config) {
+AugmentConfig AugmentConfig::from_config(const config::Config& config, Recipe recipe) {
   AugmentConfig augment;
-  // The table's default model is YOLOX-s: a model name that does not say its family gets its recipe.
-  augment.recipe = config.family() == "yolo9" ? Recipe::yolo9 : Recipe::yolox;
+  augment.recipe = recipe;
   const auto size = config.get_image_size("imgsz");
   augment.image_size = std::max(size.height, size.width);
   augment.mosaic = config.get_real("mosaic");

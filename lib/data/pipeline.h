@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "data/augment/geometry.h"
 #include "data/dataset.h"
+#include "data/recipe.h"
 #include "data/sample.h"
 #include "data/sample_random.h"
 
@@ -20,8 +21,6 @@
 namespace libreyolo::data {
 
 // Which family's augmentation recipe a pipeline follows.
-enum class Recipe { yolo9, yolox };
-std::string_view recipe_name(Recipe recipe);
 
 struct AugmentConfig {
   Recipe recipe = Recipe::yolo9;
@@ -34,7 +33,8 @@ struct AugmentConfig {
   double mixup_scale_low = 0.5, mixup_scale_high = 1.5;  // YOLOX mixup jitter
   int max_labels = 300;
 
-  static AugmentConfig from_config(const config::Config& config);
+  // The options' values, with the model family's `recipe` (models::Family::augment_recipe).
+  static AugmentConfig from_config(const config::Config& config, Recipe recipe);
 };
 
 class TrainPipeline {

@@ -40,7 +40,7 @@ ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int wor
   return scan;
 }
 
-TrainingData load_training_data(const config::Config& config) {
+TrainingData load_training_data(const config::Config& config, Recipe recipe) {
   TrainingData data;
   data.spec = load_dataset_spec(config.get_text("data"));
   if (data.spec.train.empty()) {
@@ -51,7 +51,7 @@ TrainingData load_training_data(const config::Config& config) {
   if (config.get_bool("single_cls")) data.spec.merge_classes();
   const int workers = static_cast<int>(config.get_int("workers"));
   ScanResult scan = scan_split(data.spec, "train", workers);
-  const AugmentConfig augment = AugmentConfig::from_config(config);
+  const AugmentConfig augment = AugmentConfig::from_config(config, recipe);
   data.dataset = std::make_unique<DetectionDataset>(std::move(scan.images), data.spec.class_count(), augment.image_size,
                                                     parse_cache_mode(config.get_text("cache")));
   data.pipeline = std::make_unique<TrainPipeline>(*data.dataset, augment, static_cast<std::uint64_t>(config.get_int("seed")));

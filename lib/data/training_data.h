@@ -28,6 +28,6 @@ struct TrainingData {
 };
 
 // Throws DataError when the train split has no valid image.
-TrainingData load_training_data(const config::Config& config);
+TrainingData load_training_data(const config::Config& config, Recipe recipe);
 
 }  // namespace libreyolo::data

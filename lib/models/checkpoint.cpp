@@ -314,7 +314,9 @@ NamedTensors tensors_of(const c10::IValue& dict) {
 config::Config parse_arguments(config::Command command, std::span<const std::string> arguments) {
   return config::Config::from_arguments(command, arguments, [](const std::string& model) {
     const ModelName name = identify_model(model);
-    return config::ModelIdentity{name.family, name.size};
+    config::ModelIdentity identity{name.family, name.size, {}};
+    if (!name.family.empty()) identity.defaults = family(name.family).option_defaults(name.size);
+    return identity;
   });
 }
 

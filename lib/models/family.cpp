@@ -1,10 +1,13 @@
 #include "models/family.h"
 
 #include "core/error.h"
+#include "models/model_name.h"
 #include "models/yolo9/loss.h"
 #include "models/yolo9/model.h"
+#include "models/yolo9/recipe.h"
 #include "models/yolox/loss.h"
 #include "models/yolox/model.h"
+#include "models/yolox/recipe.h"
 #include "nn/gelan.h"
 
 #include <ATen/ATen.h>
@@ -82,6 +85,10 @@ class Yolo9Family final : public Family {
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<Yolo9Loss>(gains); }
   bool channels_last_on_cpu() const override { return true; }
   bool warms_up_momentum() const override { return true; }
+  data::Recipe augment_recipe() const override { return data::Recipe::yolo9; }
+  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
+    return yolo9::option_defaults(size);
+  }
 };
 
 class YoloxLoss final : public TrainingLoss {
@@ -131,6 +138,10 @@ class YoloxFamily final : public Family {
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<YoloxLoss>(gains); }
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }
+  data::Recipe augment_recipe() const override { return data::Recipe::yolox; }
+  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
+    return yolox::option_defaults(size);
+  }
 };
 
 const Yolo9Family kYolo9;
@@ -150,6 +161,30 @@ const Family& family(std::string_view name) {
     if (f->name() == name) return *f;
   }
   throw ModelError(fmt::format("unknown model family '{}' (known: yolo9, yolox)", name));
+}
+
+const Family& family_of(const config::Config& config) {
+  return family(config.family().empty() ? std::string_view("yolox") : std::string_view(config.family()));
+}
+
+std::vector<config::FamilyDefaults> family_defaults_table() {
+  std::vector<config::FamilyDefaults> table;
+  for (const Family* f : families()) {
+    const auto common = f->option_defaults("");
+    table.push_back({std::string(f->name()), common});
+    for (const auto& size : model_sizes(f->name())) {
+      config::FamilyDefaults own{fmt::format("{}-{}", f->name(), size), {}};
+      for (const auto& entry : f->option_defaults(size)) {
+        std::string_view before;
+        for (const auto& base : common) {
+          if (base.key == entry.key) before = base.value;
+        }
+        if (before != entry.value) own.defaults.push_back(entry);
+      }
+      if (!own.defaults.empty()) table.push_back(std::move(own));
+    }
+  }
+  return table;
 }
 
 }  // namespace libreyolo::models

@@ -4,6 +4,10 @@
 // comparing family names.
 #pragma once
 
+#include "core/config.h"
+#include "core/option_help.h"
+#include "core/option_table.h"
+#include "data/recipe.h"
 #include "models/decode.h"
 #include "models/loss_terms.h"
 #include "models/registry.h"
@@ -73,10 +77,21 @@ class Family {
   virtual bool channels_last_on_cpu() const = 0;
   // YOLOv9's recipe warms momentum up with the learning rate; YOLOX's does not.
   virtual bool warms_up_momentum() const = 0;
+  // The augmentation pipeline the family trains with.
+  virtual data::Recipe augment_recipe() const = 0;
+  // The option defaults of the family's recipe for `size` (where they differ from the table's).
+  virtual std::vector<config::OptionDefault> option_defaults(const std::string& size) const = 0;
 };
 
 // Throws ModelError for an unknown name.
 const Family& family(std::string_view name);
+// Every family's recipe defaults, and a size's where they differ from its family's, for --help
+// and the man page.
+std::vector<config::FamilyDefaults> family_defaults_table();
+
+// The family a resolved configuration trains: its model's, or where the name does not tell, the
+// table's default model's (YOLOX).
+const Family& family_of(const config::Config& config);
 std::span<const Family* const> families();
 
 }  // namespace libreyolo::models

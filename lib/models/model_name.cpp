@@ -54,6 +54,15 @@ std::string known_names() {
 
 }  // namespace
 
+std::vector<std::string> model_sizes(std::string_view family) {
+  std::vector<std::string> sizes;
+  for (const auto& entry : kFamilies) {
+    if (entry.name != family) continue;
+    for (const char size : entry.sizes) sizes.emplace_back(1, size);
+  }
+  return sizes;
+}
+
 std::string ModelName::weights_name() const {
   for (const auto& entry : kFamilies) {
     if (entry.name == family) return fmt::format("{}{}.pt", entry.weights_prefix, size);

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace libreyolo::models {
@@ -17,5 +18,7 @@ struct ModelName {
 
 // Throws ModelError for a name that is neither a known family-size nor a weights file.
 ModelName parse_model_name(std::string_view name);
+// The sizes a family is named with ("t", "s", ...); empty for an unknown family.
+std::vector<std::string> model_sizes(std::string_view family);
 
 }  // namespace libreyolo::models

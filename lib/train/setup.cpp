@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/cuda_info.h"
+#include "models/family.h"
 #include "models/yolo9/model.h"
 #include "data/sampling.h"
 #include "train/capturable_optimizer.h"
@@ -170,7 +171,7 @@ void set_up_sampling(const config::Config& config, const data::DetectionDataset&
 
 void set_up_data(Training& t) {
   const auto& config = t.config;
-  t.data = data::load_training_data(config);
+  t.data = data::load_training_data(config, models::family_of(config).augment_recipe());
   t.class_count = t.data.spec.class_count();
   t.image_size = t.data.dataset->image_size();
   if (config.get_bool("val") && !t.data.spec.val.empty()) {

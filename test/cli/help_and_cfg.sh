@@ -6,6 +6,9 @@ expect_in "$WORK/out" "epochs=300"
 expect_in "$WORK/out" "amp_dtype=float16"
 expect_in "$WORK/out" "Ultralytics spelling: lrf"
 expect_in "$WORK/out" "mosaic_scale=(0.1,2.0)"
+# each family's recipe beside the table default (the families bring their own, lib/models/<family>/recipe.cpp)
+expect_in "$WORK/out" "family defaults: yolo9: 0.937, yolox: 0.9"
+expect_in "$WORK/out" "family defaults: yolox-n: 416, yolox-t: 416"
 
 expect_exit 0 --help
 expect_in "$WORK/out" "train"

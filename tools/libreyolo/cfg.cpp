@@ -2,6 +2,7 @@
 // where it came from (default, family, cfg file, command line).
 #include "commands.h"
 #include "core/config.h"
+#include "models/family.h"
 #include "models/checkpoint.h"
 #include "core/option_help.h"
 
@@ -57,7 +58,7 @@ int run_cfg(const Arguments& arguments) {
 
 // Every key of the table (the train page documents them all), for man/libreyolo-train.1.
 int run_man_options(const Arguments&) {
-  fmt::print("{}", config::format_man_options(config::command_all));
+  fmt::print("{}", config::format_man_options(config::command_all, models::family_defaults_table()));
   return 0;
 }
 

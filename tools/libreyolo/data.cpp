@@ -1,6 +1,7 @@
 // `libreyolo data check data=...`: scan every split and report what training would see.
 #include "commands.h"
 #include "core/config.h"
+#include "models/family.h"
 #include "models/checkpoint.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -144,7 +145,7 @@ int run_data_synth(const Arguments& arguments) {
 int run_data_preview(const Arguments& arguments) {
   const auto config = data_config(arguments);
   if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data preview data=... out=preview.jpg");
-  const auto training = data::load_training_data(config);
+  const auto training = data::load_training_data(config, models::family_of(config).augment_recipe());
   const int count = static_cast<int>(std::min<std::int64_t>(config.get_int("preview_images"),
                                                             static_cast<std::int64_t>(training.dataset->size())));
   std::vector<cv::Mat> drawn;
@@ -179,7 +180,7 @@ int run_data(const Arguments& arguments) {
     return action.empty() ? 2 : 0;
   }
   if (wants_help(rest)) {
-    fmt::print("libreyolo data {}\n\n{}", action, config::format_command_help(config::command_data));
+    fmt::print("libreyolo data {}\n\n{}", action, config::format_command_help(config::command_data, models::family_defaults_table()));
     return 0;
   }
   if (action == "check") return run_data_check(rest);

@@ -4,6 +4,7 @@
 // loader with the sum of its parts.
 #include "commands.h"
 #include "core/config.h"
+#include "models/family.h"
 #include "models/checkpoint.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -46,7 +47,7 @@ int run_data_bench(const Arguments& arguments) {
   const auto config = models::parse_arguments(config::command_data, arguments);
   log::set_quiet(config.get_bool("quiet"));
   if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data bench data=coco128");
-  const auto training = data::load_training_data(config);
+  const auto training = data::load_training_data(config, models::family_of(config).augment_recipe());
   const auto& dataset = *training.dataset;
   const auto& pipeline = *training.pipeline;
   const int batch = static_cast<int>(std::max<std::int64_t>(1, config.get_int("batch")));

@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/config.h"
+#include "models/family.h"
 #include "models/checkpoint.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -251,7 +252,7 @@ int train_as_other_rank(const config::Config& config, dist::Group& group, dist::
 
 int run_train(const Arguments& arguments) {
   if (wants_help(arguments)) {
-    fmt::print("{}", config::format_command_help(config::command_train));
+    fmt::print("{}", config::format_command_help(config::command_train, models::family_defaults_table()));
     return 0;
   }
   // Started as one rank of several (torchrun, srun, or our own launcher): then this process trains

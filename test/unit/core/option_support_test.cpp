@@ -126,6 +126,25 @@ TEST_CASE("A logged key set by the user is listed once for its log line; default
   fs::remove(cfg);
 }
 
+TEST_CASE("Only lib/models/ compares model family names: a family brings its own recipe", "[support]") {
+  // a family name compared or switched on: == "yolo9", "yolox" !=, family() ==, case "rtdetr"
+  const std::regex compared(R"re((==|!=)\s*"(yolo9|yolox|rtdetr)(-[^"]*)?"|"(yolo9|yolox|rtdetr)(-[^"]*)?"\s*(==|!=)|family\(\)\s*(==|!=))re");
+  std::size_t scanned = 0;
+  for (const char* dir : {"lib", "tools"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(source_root() / dir)) {
+      const auto relative = entry.path().lexically_relative(source_root()).string();
+      if (!entry.is_regular_file() || relative.starts_with("lib/models/")) continue;
+      const auto extension = entry.path().extension();
+      if (extension != ".cpp" && extension != ".h") continue;
+      ++scanned;
+      INFO(relative << " compares a model family's name; ask the family (models/family.h) instead");
+      CHECK_FALSE(std::regex_search(test_util::read_all(entry.path()), compared));
+    }
+  }
+  CHECK(scanned > 50);
+  CHECK(std::regex_search(std::string(R"(if (config.family() == "yolo9"))"), compared));  // the pattern finds what it forbids
+}
+
 TEST_CASE("Module layering: core does not reach into models, train does not know the profiler", "[support]") {
   const std::regex models_include(R"(#include\s+"models/)"), profile_include(R"(#include\s+"profile/)");
   for (const auto& [dir, forbidden, what] : {std::tuple{"lib/core", &models_include, "models/"},

@@ -1,0 +1,14 @@
+// YOLOv9's recipe: the option defaults its reference trains with, where they differ from the
+// table's (LibreYOLO's YOLOv9 configuration).
+#pragma once
+
+#include "core/option_table.h"
+
+#include <string>
+#include <vector>
+
+namespace libreyolo::models::yolo9 {
+
+std::vector<config::OptionDefault> option_defaults(const std::string& size);
+
+}  // namespace libreyolo::models::yolo9
