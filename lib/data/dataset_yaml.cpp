@@ -239,8 +239,8 @@ DatasetSpec load_dataset_spec(const std::string& data) {
   } else {
     spec.yaml_file = data;
     if (std::error_code error; !fs::is_regular_file(spec.yaml_file, error)) {
-      throw DataError(fmt::format("data={}: no such file; give a dataset YAML or a built-in name (coco8, coco128, coco)",
-                                  data));
+      throw DataError(fmt::format("data={}: no such file; give a dataset YAML, a COCO instances_*.json or a built-in "
+                                  "name (coco8, coco128, coco)", data));
     }
   }
 

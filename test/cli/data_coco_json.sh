@@ -45,6 +45,9 @@ bad unknown '{"images": [], "annotations": [{"image_id": 1, "category_id": 3, "b
   "annotations[0]: category_id 3 is not one of the dataset's categories"
 bad overflow '{"images": [], "categories": [{"id": 1, "name": "a"}], "x": 2E3333}' "not readable as JSON"
 bad twice '{"images": [], "categories": [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}]}' "category id 1 is listed twice"
+# a JSON that is not there
+expect_exit 3 data check data=ds/annotations/instances_missing.json
+expect_in "$WORK/err" "no such file; give a dataset YAML, a COCO instances_*.json or a built-in name"
 # no image folder beside the JSON
 mkdir -p elsewhere && cp ds/annotations/instances_val.json elsewhere/
 expect_exit 3 data check data=elsewhere/instances_val.json

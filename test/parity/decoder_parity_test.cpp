@@ -6,6 +6,7 @@
 //   decoder_parity_test DIR
 #include "models/detr/rtdetr_decoder.h"
 #include "models/safetensors.h"
+#include "detr_levels.h"
 #include "module_parity.h"
 
 #include <ATen/ATen.h>
@@ -29,9 +30,7 @@ bool run_case(const Tensors& all, const std::string& name) {
   load_state_dict(*model, with_prefix(io, "state."));
   std::vector<at::Tensor> features;
   for (int i = 0; i < 3; ++i) features.push_back(io.at(fmt::format("input{}", i)));
-  const at::Tensor counts = io.at("counts");
-  const detr::DetrTargets targets{io.at("classes"), io.at("boxes"),
-                                  std::vector<std::int64_t>(counts.data_ptr<std::int64_t>(), counts.data_ptr<std::int64_t>() + counts.numel())};
+  const detr::DetrTargets targets = parity::targets_of(io);
   Comparison eval, train, grads, stats;
   model->eval();
   {
@@ -45,34 +44,18 @@ bool run_case(const Tensors& all, const std::string& name) {
   denoising_options.classes = options.classes;
   denoising_options.queries = options.queries;
   denoising_options.denoising = 20;
-  const auto queries = detr::make_denoising_queries(
-      targets, denoising_options, {io.at("noise.label_uniform"), io.at("noise.random_label"), io.at("noise.sign_bit"), io.at("noise.box_uniform")});
+  const auto queries = detr::make_denoising_queries(targets, denoising_options, parity::noise_of(io));
   const auto out = model->forward(features, &queries);
-  std::vector<std::pair<std::string, const detr::DetrLevel*>> levels{{"last", &out.last}};
-  for (std::size_t i = 0; i < out.auxiliary.size(); ++i) levels.emplace_back(fmt::format("aux{}", i), &out.auxiliary[i]);
-  for (std::size_t i = 0; i < out.denoising.size(); ++i) levels.emplace_back(fmt::format("dn{}", i), &out.denoising[i]);
-  at::Tensor total = at::zeros({});
-  std::size_t expected_levels = 0;
-  for (const auto& [key, value] : io) expected_levels += key.starts_with("train.") && key.ends_with(".pred_logits");
-  for (const auto& [label, level] : levels) {
-    for (const auto& [key, tensor] : {std::pair{"pred_logits", level->logits}, std::pair{"pred_boxes", level->boxes}}) {
-      const std::string stem = fmt::format("{}.{}", label, key);
-      if (!io.count("train." + stem)) {
-        train.missing();
-        continue;
-      }
-      train.add(tensor.detach(), io.at("train." + stem));
-      total = total + (tensor * io.at("weights." + stem)).sum();
-    }
-  }
+  std::size_t level_count = 0;
+  const at::Tensor total = parity::compare_levels(out, io, train, level_count);
   total.backward();
   parity::compare_gradients(*model, with_prefix(io, "grad."), grads);
   for (const auto& [key, value] : with_prefix(io, "after.")) stats.add(model->named_buffers()[key], value);
-  const bool ok = levels.size() == expected_levels && eval.worst <= 1e-5 && train.worst <= 1e-5 && grads.worst <= 1e-4 &&
+  const bool ok = eval.worst <= 1e-5 && train.worst <= 1e-5 && grads.worst <= 1e-4 &&
                   stats.worst <= 1e-6;
   fmt::print("{}: decoder, {} layers, {} queries, {} denoising queries: eval {:.2g}, {} train levels {:.2g}, {} gradients "
              "{:.2g}, statistics {:.2g} (max rel. diff); {} of {} tensors bit-identical: {}\n",
-             name, options.layers, options.queries, queries.count, eval.worst, levels.size(), train.worst, grads.compared,
+             name, options.layers, options.queries, queries.count, eval.worst, level_count, train.worst, grads.compared,
              grads.worst, stats.worst, eval.exact + train.exact + grads.exact + stats.exact,
              eval.compared + train.compared + grads.compared + stats.compared, ok ? "ok" : "MISMATCH");
   return ok;

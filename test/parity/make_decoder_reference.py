@@ -12,6 +12,7 @@ try:
     import torch
     from safetensors.torch import save_file
     import libreyolo.models.rtdetr.denoising as denoising
+    from detr_reference import NOISE_KEYS, RecordingTorch, randomise_norms, random_targets, weighted_levels
     from libreyolo.models.rtdetr.nn import RTDETRTransformer
 except ImportError as error:  # the venv is there (the wrapper skips only without it): a missing oracle fails
     print(f"FAIL: the test venv cannot import an oracle ({error}); run scripts/setup.sh")
@@ -20,45 +21,16 @@ except ImportError as error:  # the venv is there (the wrapper skips only withou
 CLASSES, QUERIES, LAYERS = 12, 30, 3
 
 
-class RecordingTorch:
-    """torch, with every rand_like / randint_like result kept in call order."""
-
-    def __init__(self):
-        self.draws = []
-
-    def __getattr__(self, name):
-        return getattr(torch, name)
-
-    def rand_like(self, *args, **kwargs):
-        self.draws.append(torch.rand_like(*args, **kwargs))
-        return self.draws[-1]
-
-    def randint_like(self, *args, **kwargs):
-        self.draws.append(torch.randint_like(*args, **kwargs))
-        return self.draws[-1]
-
-
 def case(generator, shapes):
     model = RTDETRTransformer(num_classes=CLASSES, hidden_dim=256, num_queries=QUERIES, feat_channels=[256, 256, 256],
                               num_decoder_layers=LAYERS, num_denoising=20)
-    with torch.no_grad():  # random norm statistics, and heads away from their zero initialisation
-        for name, tensor in model.state_dict().items():
-            if name.endswith("running_var"):
-                tensor.copy_(0.5 + torch.rand(tensor.shape, generator=generator))
-            elif name.endswith("running_mean"):
-                tensor.copy_(0.1 * torch.randn(tensor.shape, generator=generator))
-            elif "bbox_head" in name and name.endswith("layers.2.weight"):
-                tensor.copy_(0.05 * torch.randn(tensor.shape, generator=generator))
+    randomise_norms(model, generator, box_heads=True)
     tensors = {f"state.{k}": v.clone() for k, v in model.state_dict().items()}
     feats = [torch.randn(2, 256, h, w, generator=generator) for h, w in shapes]
     for level, feat in enumerate(feats):
         tensors[f"input{level}"] = feat
     counts = [3, 1]
-    targets = []
-    for n in counts:
-        size = 0.1 + 0.4 * torch.rand(n, 2, generator=generator)
-        centre = size / 2 + (1 - size) * torch.rand(n, 2, generator=generator)
-        targets.append({"labels": torch.randint(0, CLASSES, (n,), generator=generator), "boxes": torch.cat([centre, size], 1)})
+    targets = random_targets(generator, counts, CLASSES)
     tensors["counts"] = torch.tensor(counts, dtype=torch.int64)
     tensors["classes"] = torch.cat([t["labels"] for t in targets])
     tensors["boxes"] = torch.cat([t["boxes"] for t in targets])
@@ -75,17 +47,9 @@ def case(generator, shapes):
         out = model(feats, targets=targets)
     finally:
         denoising.torch = torch
-    for key, draw in zip(("label_uniform", "random_label", "sign_bit", "box_uniform"), recorder.draws):
+    for key, draw in zip(NOISE_KEYS, recorder.draws):
         tensors[f"noise.{key}"] = draw
-    levels = [("last", out)] + [(f"aux{i}", o) for i, o in enumerate(out["aux_outputs"])] + \
-             [(f"dn{i}", o) for i, o in enumerate(out["dn_aux_outputs"])]
-    total = 0
-    for label, level in levels:
-        for key in ("pred_logits", "pred_boxes"):
-            weights = torch.randn(level[key].shape, generator=generator)
-            tensors[f"train.{label}.{key}"] = level[key].detach()
-            tensors[f"weights.{label}.{key}"] = weights
-            total = total + (level[key] * weights).sum()
+    total = weighted_levels(out, generator, tensors)
     total.backward()
     for key, parameter in model.named_parameters():
         tensors[f"grad.{key}"] = parameter.grad if parameter.grad is not None else torch.zeros_like(parameter)

@@ -10,38 +10,12 @@ try:
     import torch
     from safetensors.torch import save_file
     import libreyolo.models.rtdetr.denoising as denoising
+    from detr_reference import NOISE_KEYS, RecordingTorch, random_targets
 except ImportError as error:  # the venv is there (the wrapper skips only without it): a missing oracle fails
     print(f"FAIL: the test venv cannot import an oracle ({error}); run scripts/setup.sh")
     sys.exit(1)
 
 CLASSES, QUERIES = 12, 30
-
-
-class RecordingTorch:
-    """torch, with every rand_like / randint_like result kept in call order."""
-
-    def __init__(self):
-        self.draws = []
-
-    def __getattr__(self, name):
-        return getattr(torch, name)
-
-    def rand_like(self, *args, **kwargs):
-        self.draws.append(torch.rand_like(*args, **kwargs))
-        return self.draws[-1]
-
-    def randint_like(self, *args, **kwargs):
-        self.draws.append(torch.randint_like(*args, **kwargs))
-        return self.draws[-1]
-
-
-def targets_for(generator, counts):
-    out = []
-    for n in counts:
-        size = 0.05 + 0.5 * torch.rand(n, 2, generator=generator)
-        centre = size / 2 + (1 - size) * torch.rand(n, 2, generator=generator)
-        out.append({"labels": torch.randint(0, CLASSES, (n,), generator=generator), "boxes": torch.cat([centre, size], 1)})
-    return out
 
 
 def main(out_dir):
@@ -50,7 +24,7 @@ def main(out_dir):
     tensors = {}
     # (counts, denoising queries asked): groups 100 // 5 = 20 with an empty image, 5 singles, more targets than asked
     for number, (counts, asked) in enumerate([([3, 0, 5], 100), ([1, 1], 5), ([7], 3), ([0, 0], 100)]):
-        targets = targets_for(generator, counts)
+        targets = random_targets(generator, counts, CLASSES, smallest=0.05, spread=0.5)
         recorder = RecordingTorch()
         denoising.torch = recorder
         try:
@@ -65,7 +39,7 @@ def main(out_dir):
         tensors[f"{name}.boxes"] = torch.cat([t["boxes"] for t in targets]).reshape(-1, 4)
         if classes is None:
             continue
-        for key, draw in zip(("label_uniform", "random_label", "sign_bit", "box_uniform"), recorder.draws):
+        for key, draw in zip(NOISE_KEYS, recorder.draws):
             tensors[f"{name}.noise.{key}"] = draw
         tensors[f"{name}.out.classes"] = classes.to(torch.int64)
         tensors[f"{name}.out.boxes_unact"] = boxes

@@ -12,6 +12,7 @@ try:
     import torch
     from safetensors.torch import save_file
     import libreyolo.models.rtdetr.denoising as denoising
+    from detr_reference import NOISE_KEYS, RecordingTorch, randomise_norms, random_targets, weighted_levels
     from libreyolo.models.rtdetr.loss import RTDETRLoss
     from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
     from libreyolo.models.rtdetr.nn import RTDETRModel
@@ -22,22 +23,6 @@ except ImportError as error:  # the venv is there (the wrapper skips only withou
 CLASSES, QUERIES = 7, 20
 # (size, from scratch): as LibreRTDETR's _init_model builds it
 CASES = [("r18", True), ("r50m", False), ("r101", True)]
-
-
-class RecordingTorch:
-    def __init__(self):
-        self.draws = []
-
-    def __getattr__(self, name):
-        return getattr(torch, name)
-
-    def rand_like(self, *args, **kwargs):
-        self.draws.append(torch.rand_like(*args, **kwargs))
-        return self.draws[-1]
-
-    def randint_like(self, *args, **kwargs):
-        self.draws.append(torch.randint_like(*args, **kwargs))
-        return self.draws[-1]
 
 
 def build(size, scratch):
@@ -53,25 +38,13 @@ def build(size, scratch):
 
 def case(generator, size, scratch):
     model = build(size, scratch)
-    with torch.no_grad():  # random norm statistics, and box heads away from their zero initialisation
-        for name, tensor in model.state_dict().items():
-            if name.endswith("running_var"):
-                tensor.copy_(0.5 + torch.rand(tensor.shape, generator=generator))
-            elif name.endswith("running_mean"):
-                tensor.copy_(0.1 * torch.randn(tensor.shape, generator=generator))
-            elif "bbox_head" in name and name.endswith("layers.2.weight"):
-                tensor.copy_(0.05 * torch.randn(tensor.shape, generator=generator))
+    randomise_norms(model, generator, box_heads=True)
     tensors = {f"state.{k}": v.clone() for k, v in model.state_dict().items()}
     tensors["config"] = torch.tensor([["r18", "r34", "r50", "r50m", "r101"].index(size), int(scratch)], dtype=torch.int64)
     images = torch.rand(2, 3, 64, 96, generator=generator)
     tensors["images"] = images
     counts = [2, 3]
-    targets = []
-    for n in counts:
-        box_size = 0.1 + 0.4 * torch.rand(n, 2, generator=generator)
-        centre = box_size / 2 + (1 - box_size) * torch.rand(n, 2, generator=generator)
-        targets.append({"labels": torch.randint(0, CLASSES, (n,), generator=generator),
-                        "boxes": torch.cat([centre, box_size], 1)})
+    targets = random_targets(generator, counts, CLASSES)
     tensors["counts"] = torch.tensor(counts, dtype=torch.int64)
     tensors["classes"] = torch.cat([t["labels"] for t in targets])
     tensors["boxes"] = torch.cat([t["boxes"] for t in targets])
@@ -86,20 +59,12 @@ def case(generator, size, scratch):
         out = model(images, targets=targets)
     finally:
         denoising.torch = torch
-    for key, draw in zip(("label_uniform", "random_label", "sign_bit", "box_uniform"), recorder.draws):
+    for key, draw in zip(NOISE_KEYS, recorder.draws):
         tensors[f"noise.{key}"] = draw
     with torch.no_grad():  # the loss on these outputs (the matcher's assignment included)
         for key, value in RTDETRLoss(num_classes=CLASSES)(out, targets).items():
             tensors[f"loss.{key}"] = value.detach().reshape(())
-    levels = [("last", out)] + [(f"aux{i}", o) for i, o in enumerate(out["aux_outputs"])] + \
-             [(f"dn{i}", o) for i, o in enumerate(out["dn_aux_outputs"])]
-    total = 0
-    for label, level in levels:
-        for key in ("pred_logits", "pred_boxes"):
-            weights = torch.randn(level[key].shape, generator=generator)
-            tensors[f"train.{label}.{key}"] = level[key].detach()
-            tensors[f"weights.{label}.{key}"] = weights
-            total = total + (level[key] * weights).sum()
+    total = weighted_levels(out, generator, tensors)
     total.backward()
     for key, parameter in model.named_parameters():
         if parameter.requires_grad:

@@ -7,6 +7,7 @@
 //   rtdetr_parity_test DIR
 #include "models/detr/rtdetr_model.h"
 #include "models/safetensors.h"
+#include "detr_levels.h"
 #include "module_parity.h"
 
 #include <ATen/ATen.h>
@@ -31,9 +32,7 @@ bool run_case(const Tensors& all, const std::string& name) {
   detr::RtdetrModel model(options);
   load_state_dict(*model, with_prefix(io, "state."));
   const at::Tensor& images = io.at("images");
-  const at::Tensor counts = io.at("counts");
-  const detr::DetrTargets targets{io.at("classes"), io.at("boxes"),
-                                  std::vector<std::int64_t>(counts.data_ptr<std::int64_t>(), counts.data_ptr<std::int64_t>() + counts.numel())};
+  const detr::DetrTargets targets = parity::targets_of(io);
   Comparison eval, train, grads;
   model->eval();
   {
@@ -46,26 +45,10 @@ bool run_case(const Tensors& all, const std::string& name) {
   detr::DenoisingOptions denoising;
   denoising.classes = options.classes;
   denoising.queries = options.queries;
-  const auto queries = detr::make_denoising_queries(
-      targets, denoising, {io.at("noise.label_uniform"), io.at("noise.random_label"), io.at("noise.sign_bit"), io.at("noise.box_uniform")});
+  const auto queries = detr::make_denoising_queries(targets, denoising, parity::noise_of(io));
   const auto out = model->forward(images, &queries);
-  std::vector<std::pair<std::string, const detr::DetrLevel*>> levels{{"last", &out.last}};
-  for (std::size_t i = 0; i < out.auxiliary.size(); ++i) levels.emplace_back(fmt::format("aux{}", i), &out.auxiliary[i]);
-  for (std::size_t i = 0; i < out.denoising.size(); ++i) levels.emplace_back(fmt::format("dn{}", i), &out.denoising[i]);
-  std::size_t expected_levels = 0;
-  for (const auto& [key, value] : io) expected_levels += key.starts_with("train.") && key.ends_with(".pred_logits");
-  at::Tensor total = at::zeros({});
-  for (const auto& [label, level] : levels) {
-    for (const auto& [key, tensor] : {std::pair{"pred_logits", level->logits}, std::pair{"pred_boxes", level->boxes}}) {
-      const std::string stem = fmt::format("{}.{}", label, key);
-      if (!io.count("train." + stem)) {
-        train.missing();
-        continue;
-      }
-      train.add(tensor.detach(), io.at("train." + stem));
-      total = total + (tensor * io.at("weights." + stem)).sum();
-    }
-  }
+  std::size_t level_count = 0;
+  const at::Tensor total = parity::compare_levels(out, io, train, level_count);
   Comparison loss;
   {
     torch::NoGradGuard no_grad;
@@ -84,11 +67,11 @@ bool run_case(const Tensors& all, const std::string& name) {
   }
   total.backward();
   parity::compare_gradients(*model, with_prefix(io, "grad."), grads);
-  const bool ok = levels.size() == expected_levels && eval.worst <= 1e-5 && train.worst <= 1e-5 && loss.worst <= 1e-5 &&
+  const bool ok = eval.worst <= 1e-5 && train.worst <= 1e-5 && loss.worst <= 1e-5 &&
                   grads.worst <= 1e-4;
   fmt::print("{}: RT-DETR-{} ({}): eval {:.2g}, {} train levels {:.2g}, {} loss terms {:.2g}, {} gradients {:.2g} (max rel. "
              "diff); {} of {} tensors bit-identical: {}\n",
-             name, options.size, options.scratch ? "from scratch" : "as from a checkpoint", eval.worst, levels.size(),
+             name, options.size, options.scratch ? "from scratch" : "as from a checkpoint", eval.worst, level_count,
              train.worst, loss.compared, loss.worst, grads.compared, grads.worst, eval.exact + train.exact + loss.exact + grads.exact,
              eval.compared + train.compared + loss.compared + grads.compared, ok ? "ok" : "MISMATCH");
   return ok;
