@@ -11,21 +11,13 @@ try:
     import torch
     from safetensors.torch import save_file
     from libreyolo.models.rtdetr.nn import HybridEncoder
+    from detr_reference import randomise_norms
 except ImportError as error:  # the venv is there (the wrapper skips only without it): a missing oracle fails
     print(f"FAIL: the test venv cannot import an oracle ({error}); run scripts/setup.sh")
     sys.exit(1)
 
 # (backbone channels, expansion, eval_spatial_size): r18 as LibreYOLO builds it, r50's widths
 CASES = [([128, 256, 512], 0.5, None), ([512, 1024, 2048], 1.0, [96, 64])]
-
-
-def randomise_norms(model, generator):
-    with torch.no_grad():
-        for name, tensor in model.state_dict().items():
-            if name.endswith("running_var"):
-                tensor.copy_(0.5 + torch.rand(tensor.shape, generator=generator))
-            elif name.endswith("running_mean"):
-                tensor.copy_(0.1 * torch.randn(tensor.shape, generator=generator))
 
 
 def main(out_dir):
