@@ -7,9 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <fstream>
-#include <map>
 #include <unordered_map>
 
 namespace libreyolo::data {
@@ -84,11 +82,6 @@ const json& list_of(const json& document, const fs::path& file, const char* key,
   return *it;
 }
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
 // One annotation: its box for training (left out when crowd or empty; clipped to the image) and
 // for validation (as written).
 void add_annotation(ImageRecord& record, int cls, const std::array<double, 4>& bbox, double area, bool crowd) {
@@ -104,8 +97,6 @@ void add_annotation(ImageRecord& record, int cls, const std::array<double, 4>& b
 }
 
 }  // namespace
-
-bool is_json_file(const fs::path& path) { return lower(path.extension().string()) == ".json"; }
 
 std::vector<CocoCategory> read_coco_categories(const fs::path& file) {
   const json document = parse_json_file(file, "categories");

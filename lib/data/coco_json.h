@@ -19,8 +19,6 @@ struct CocoCategory {
   std::string name;
 };
 
-bool is_json_file(const std::filesystem::path& path);
-
 // The categories of a COCO JSON, ascending by id (the images and annotations are skipped while
 // parsing). Throws DataError naming the file for an unreadable or invalid JSON.
 std::vector<CocoCategory> read_coco_categories(const std::filesystem::path& json);

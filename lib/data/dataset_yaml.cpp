@@ -290,6 +290,8 @@ DatasetSpec load_dataset_spec(const std::string& data) {
   return spec;
 }
 
+bool is_json_file(const fs::path& path) { return lower(path.extension().string()) == ".json"; }
+
 bool has_image_extension(const fs::path& path) {
   static constexpr std::array<std::string_view, 11> kExtensions{".bmp", ".dng", ".jpeg", ".jpg", ".mpo", ".png",
                                                                 ".tif", ".tiff", ".webp", ".pfm", ".heic"};

@@ -52,5 +52,7 @@ std::vector<std::filesystem::path> list_images(const std::vector<std::filesystem
                                                const std::string& split);
 
 bool has_image_extension(const std::filesystem::path& path);
+// A COCO annotation file by its name (.json, any case).
+bool is_json_file(const std::filesystem::path& path);
 
 }  // namespace libreyolo::data

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <string>
 
 namespace libreyolo::train {
@@ -123,12 +124,24 @@ void RunFiles::write_svg() const {
   write_file_atomically(dir_ / "curves.svg", svg);
 }
 
+namespace {
+
+// A run's status.json as an object; nothing for a folder without one or with a damaged one.
+std::optional<nlohmann::ordered_json> read_status(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  nlohmann::ordered_json status = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!status.is_object()) return std::nullopt;
+  return status;
+}
+
+}  // namespace
+
 void mark_run_failed(const std::filesystem::path& run_dir, const std::string& message, int failed_rank) {
   const auto path = run_dir / "status.json";
-  std::ifstream in(path);
-  if (!in) return;
-  nlohmann::ordered_json status = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!status.is_object()) return;
+  auto read = read_status(path);
+  if (!read) return;
+  nlohmann::ordered_json& status = *read;
   const std::string state = status.value("state", "");
   const bool guessed = status.contains("reported_by_rank");  // a surviving rank's word (mark_run_lost)
   if (state != "running" && !(state == "failed" && (failed_rank != 0 || guessed))) return;
@@ -142,10 +155,9 @@ void mark_run_failed(const std::filesystem::path& run_dir, const std::string& me
 
 void mark_run_lost(const std::filesystem::path& run_dir, const std::string& message, int reporting_rank) {
   const auto path = run_dir / "status.json";
-  std::ifstream in(path);
-  if (!in) return;
-  nlohmann::ordered_json status = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!status.is_object() || status.value("state", "") != "running") return;
+  auto read = read_status(path);
+  if (!read || read->value("state", "") != "running") return;
+  nlohmann::ordered_json& status = *read;
   status["state"] = "failed";
   status["message"] = message;
   status["reported_by_rank"] = reporting_rank;
