@@ -156,6 +156,9 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
      .help = "optimizer: sgd (nesterov), adam or adamw", .choices = "sgd adam adamw", .support = S::honoured},
     {.name = "lr0", .type = T::real, .default_value = "0.01", .group = "optimizer",
      .help = "initial (peak) learning rate", .minimum = 0, .maximum = 1, .support = S::honoured},
+    {.name = "lr_backbone", .type = T::real, .default_value = "0.0", .group = "optimizer",
+     .help = "learning rate of a DETR's backbone (its groups train at lr_backbone / lr0 of the schedule's rate; 0: lr0's); "
+             "the YOLO families have no such group", .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "momentum", .type = T::real, .default_value = "0.937", .group = "optimizer",
      .help = "SGD momentum", .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "weight_decay", .type = T::real, .default_value = "0.0005", .group = "optimizer",

@@ -7,7 +7,14 @@
 
 namespace libreyolo::data {
 
-std::string_view recipe_name(Recipe recipe) { return recipe == Recipe::yolox ? "yolox" : "yolo9"; }
+std::string_view recipe_name(Recipe recipe) {
+  switch (recipe) {
+    case Recipe::yolo9: return "yolo9";
+    case Recipe::yolox: return "yolox";
+    case Recipe::detr: return "detr";
+  }
+  return "?";
+}
 
 AugmentConfig AugmentConfig::from_config(const config::Config& config, Recipe recipe) {
   AugmentConfig augment;
@@ -45,7 +52,9 @@ Sample TrainPipeline::sample(std::size_t index, int epoch, std::span<const std::
   // a pool too small to mix well: partners come from the whole dataset (same draws, no index list)
   if (pool.size() < 4) pool = {};
   Draw draw{random, pool, dataset_.size()};
-  Sample out = augment_.recipe == Recipe::yolox ? yolox_sample(index, draw) : yolo9_sample(index, draw);
+  Sample out = augment_.recipe == Recipe::yolox ? yolox_sample(index, draw)
+               : augment_.recipe == Recipe::detr ? detr_sample(index, draw)
+                                                 : yolo9_sample(index, draw);
   if (static_cast<int>(out.boxes.size()) > augment_.max_labels) out.boxes.resize(augment_.max_labels);
   return out;
 }
@@ -131,6 +140,24 @@ Sample TrainPipeline::yolox_sample(std::size_t index, Draw& draw) const {
     fitted = fit_top_left(original, input).sample;
     drop_small_boxes(fitted.boxes, input, 1.0f);
   }
+  return fitted;
+}
+
+// LibreYOLO's RT-DETR transform: additive HSV and flips on the image, then stretched to the square;
+// boxes not over 1 px on a side dropped, and where none is left, the un-augmented image instead.
+Sample TrainPipeline::detr_sample(std::size_t index, Draw& draw) const {
+  SampleRandom& random = draw.random;
+  const cv::Size input(augment_.image_size, augment_.image_size);
+  Sample out = dataset_.load_resized(index);
+  const Sample original = out;
+  out.image = out.image.clone();  // may be a cached image: HSV works in place
+  if (random.chance(augment_.hsv_prob)) hsv_additive(out.image, 5, 30, 30, random);
+  if (random.chance(augment_.flip_lr)) flip_horizontal_in_place(out);
+  if (random.chance(augment_.flip_ud)) flip_vertical_in_place(out);
+  Sample fitted = stretch_to(out, input);
+  if (original.boxes.empty()) return fitted;
+  drop_small_boxes(fitted.boxes, input, 1.0f);
+  if (fitted.boxes.empty()) fitted = stretch_to(original, input);
   return fitted;
 }
 

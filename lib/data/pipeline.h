@@ -1,8 +1,10 @@
-// The training augmentation pipelines of the two families, built from the resolved config:
+// The training augmentation pipelines of the families, built from the resolved config:
 //   yolo9 (Ultralytics v8_transforms): mosaic -> random perspective -> Beta mixup ->
 //         multiplicative HSV -> flips; without mosaic: letterbox -> random perspective.
 //   yolox (MosaicDetection + TrainTransform): mosaic -> random affine -> YOLOX mixup ->
 //         additive HSV -> flip -> top-left fit; boxes under 1 px dropped.
+//   detr  (LibreYOLO's RTDETRTrainTransform, no mosaic): additive HSV -> flips -> stretch to the
+//         square; boxes under 1 px dropped.
 // Each sample's draws derive from (seed, epoch, index).
 #pragma once
 
@@ -61,6 +63,7 @@ class TrainPipeline {
   Sample yolo9_sample(std::size_t index, Draw& draw) const;
   Sample yolo9_geometric(std::size_t index, Draw& draw, bool use_mosaic) const;
   Sample yolox_sample(std::size_t index, Draw& draw) const;
+  Sample detr_sample(std::size_t index, Draw& draw) const;
   Sample mosaic_of(std::size_t index, Draw& draw) const;
   PiecedImage mosaic_pieces_of(std::size_t index, Draw& draw) const;
 

@@ -1,11 +1,15 @@
-// Which augmentation pipeline a training runs: its model family's (models::Family::augment_recipe).
+// Which augmentation pipeline a training runs, and how an image fits the square network input:
+// its model family's (models::Family::augment_recipe, models::Family::input_fit).
 #pragma once
 
 #include <string_view>
 
 namespace libreyolo::data {
 
-enum class Recipe { yolo9, yolox };
+enum class Recipe { yolo9, yolox, detr };
 std::string_view recipe_name(Recipe recipe);
+
+// Letterboxed (aspect kept, grey border) or stretched to the square (the DETRs' plain resize).
+enum class InputFit { letterbox, stretch };
 
 }  // namespace libreyolo::data

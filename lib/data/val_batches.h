@@ -5,6 +5,7 @@
 #pragma once
 
 #include "data/dataset.h"
+#include "data/recipe.h"
 #include "data/sample.h"
 
 #include <vector>
@@ -20,15 +21,25 @@ RectBatchPlan plan_rect_batches(const std::vector<ImageRecord>& records, int bat
                                 int stride = 32, double pad = 0.5);
 
 struct ValSample {
-  Sample sample;            // letterboxed image, boxes in its pixels
+  Sample sample;            // letterboxed (or stretched) image, boxes in its pixels
   cv::Size original;        // original (upright) image size
-  double gain = 1;          // letterboxed pixels per original pixel
+  double gain = 1;          // letterboxed pixels per original pixel (horizontally, when stretched)
+  double gain_y = 1;        // vertically: `gain` unless stretched
   cv::Point2d pad;          // left/top padding in letterboxed pixels
 };
 
 ValSample letterbox_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape);
 
-// Letterboxed-image box -> original-image pixels (clipped to the image).
+// The image stretched to `shape` (bilinear, aspect not kept, no border), as the DETRs validate.
+ValSample stretch_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape);
+
+// The plan of validation batches for a fit: rectangular letterbox batches, or every batch
+// image_size x image_size (stretched) in dataset order.
+RectBatchPlan plan_validation_batches(const std::vector<ImageRecord>& records, int batch_size, int image_size,
+                                      InputFit fit);
+ValSample fit_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape, InputFit fit);
+
+// Letterboxed- or stretched-image box -> original-image pixels (clipped to the image).
 PixelBox to_original_pixels(const PixelBox& box, const ValSample& sample);
 
 }  // namespace libreyolo::data

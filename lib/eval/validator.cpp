@@ -16,8 +16,12 @@
 
 namespace libreyolo::eval {
 
-std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const models::Family& family, double confidence,
-                               double iou, int max_detections, bool multi_label) {
+std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const models::Family& family, const at::Tensor& input,
+                               double confidence, double iou, int max_detections, bool multi_label) {
+  if (auto own = family.detections(maps, input.size(3), input.size(2), confidence, max_detections)) {
+    for (auto& d : *own) d = d.cpu();
+    return std::move(*own);
+  }
   std::vector<at::Tensor> float_maps;
   for (const auto& m : maps) float_maps.push_back(m.to(at::kFloat));
   const models::Decoded decoded = family.decode(float_maps);
@@ -33,9 +37,7 @@ Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions opt
     : dataset_(dataset), options_(std::move(options)) {
   std::vector<data::ImageRecord> records;
   for (std::size_t i = 0; i < dataset_.size(); ++i) records.push_back(dataset_.record(i));
-  // No extra half-stride border (Ultralytics' rect pad 0.5): LibreYOLO validates at imgsz, and the
-  // grey border cost a model trained by it 0.15 mAP50 here (false positives along the edges).
-  plan_ = data::plan_rect_batches(records, options_.batch_size, options_.image_size, 32, /*pad=*/0.0);
+  plan_ = data::plan_validation_batches(records, options_.batch_size, options_.image_size, options_.family->input_fit());
   for (std::size_t i = 0; i < dataset_.size(); ++i) {
     const auto& record = dataset_.record(i);
     const auto image = static_cast<std::int64_t>(i);
@@ -114,9 +116,10 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
     const auto& indices = plan.batches[b];
     const cv::Size shape = plan.shapes[b];
     std::vector<data::ValSample> samples(indices.size());
-    // letterbox in parallel: decoding is the expensive part
+    // letterbox (or stretch) in parallel: decoding is the expensive part
+    const data::InputFit fit = options_.family->input_fit();
     parallel_for(indices.size(), options_.workers,
-                 [&](std::size_t i) { samples[i] = data::letterbox_for_validation(dataset_, indices[i], shape); });
+                 [&](std::size_t i) { samples[i] = data::fit_for_validation(dataset_, indices[i], shape, fit); });
     at::Tensor batch = at::empty({static_cast<std::int64_t>(indices.size()), shape.height, shape.width, 3}, at::kByte);
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const cv::Mat& image = samples[i].sample.image;  // BGR, continuous
@@ -137,7 +140,7 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
     } else {
       maps = forward(input);
     }
-    const auto detections = detect(maps, *options_.family, options_.confidence, options_.iou, options_.max_detections, true);
+    const auto detections = detect(maps, *options_.family, input, options_.confidence, options_.iou, options_.max_detections, true);
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const at::Tensor d = detections[i].contiguous();
       const auto a = d.accessor<float, 2>();

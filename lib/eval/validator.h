@@ -1,5 +1,6 @@
 // Validation as LibreYOLO runs it during training and in `libreyolo val`: rect batches of
-// letterboxed images, the model in eval mode, decode + class-aware multi-label NMS, boxes back
+// letterboxed images (square ones, stretched, for the DETRs), the model in eval mode, decode +
+// class-aware multi-label NMS (a DETR's top-k queries), boxes back
 // in original pixels, then COCO metrics against the split's labels (a COCO JSON's annotations as
 // written, crowds and areas included).
 #pragma once
@@ -19,9 +20,11 @@
 
 namespace libreyolo::eval {
 
-// Per image [K, 6] (x1, y1, x2, y2, score, class) in network-input pixels.
-std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const models::Family& family, double confidence,
-                               double iou, int max_detections, bool multi_label);
+// Per image [K, 6] (x1, y1, x2, y2, score, class) in network-input pixels, on the CPU: the
+// family's own postprocess (a DETR's top-k queries), else decode + NMS. `input`: the network input
+// the maps came from (its size).
+std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const models::Family& family, const at::Tensor& input,
+                               double confidence, double iou, int max_detections, bool multi_label);
 
 struct ValidatorOptions {
   const models::Family* family = nullptr;

@@ -2,13 +2,9 @@
 
 #include "core/error.h"
 #include "models/model_name.h"
-#include "models/yolo9/loss.h"
-#include "models/yolo9/model.h"
-#include "models/yolo9/recipe.h"
-#include "models/yolox/loss.h"
-#include "models/yolox/model.h"
-#include "models/yolox/recipe.h"
-#include "nn/gelan.h"
+#include "models/detr/rtdetr_family.h"
+#include "models/yolo9/family.h"
+#include "models/yolox/family.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -17,150 +13,23 @@
 
 namespace libreyolo::models {
 
-namespace {
-
-bool starts_with(std::string_view text, std::string_view prefix) { return text.rfind(prefix, 0) == 0; }
-
-class Yolo9Loss final : public TrainingLoss {
- public:
-  explicit Yolo9Loss(const LossGains& gains) {
-    options_.box_gain = gains.box;
-    options_.cls_gain = gains.cls;
-    options_.dfl_gain = gains.dfl;
-    options_.global_normaliser = gains.global_normaliser;
-  }
-  LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
-    return yolo9::loss(maps, targets, options_);
-  }
-  std::string capture_obstacle() const override {  // TAL is dense over [B, G, anchors]
-    return options_.global_normaliser ? "its data-parallel normaliser is a collective" : "";
-  }
-  void use_static_shapes() override { options_.dense = true; }
-
- private:
-  yolo9::LossOptions options_;
-};
-
-class Yolo9Family final : public Family {
- public:
-  std::string_view name() const override { return "yolo9"; }
-  DetectionModel build(const std::string& size, int class_count, int class_hidden) const override {
-    yolo9::Model net(size, class_count, class_hidden);
-    DetectionModel model;
-    model.display_name = fmt::format("YOLOv9-{}", size);
-    model.module = net.ptr();
-    model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
-    model.forward_raw = model.forward;  // DDetect's maps are raw in both modes
-    model.fuse = [net]() mutable { net->fuse(); };
-    model.enable_aux = [net]() mutable { net->enable_aux(); };
-    model.forward_aux = [net](const at::Tensor& x) mutable { return net->forward_with_aux(x); };
-    return model;
-  }
-  int named_class_hidden(const std::string& size) const override { return yolo9::class_tower_width(size, 80); }
-  int class_hidden_of(const std::map<std::string, at::Tensor>& tensors) const override {
-    const auto tower = tensors.find("head.cv3.0.0.conv.weight");
-    return tower == tensors.end() ? 0 : static_cast<int>(tower->second.size(0));
-  }
-  bool is_training_only_tensor(std::string_view name) const override { return yolo9::is_aux_tensor(name); }
-  std::vector<std::string> freeze_groups(bool with_aux) const override {  // LibreYOLO's YOLOv9 trainer's groups
-    std::vector<std::string> groups;
-    for (const char* m : {"conv0", "conv1", "elan1", "down2", "elan2", "down3", "elan3", "down4", "elan4", "spp"}) {
-      groups.push_back(fmt::format("backbone.{}.", m));
-    }
-    for (const char* m : {"elan_up1", "elan_up2", "down1", "elan_down1", "down2", "elan_down2"}) groups.push_back(fmt::format("neck.{}.", m));
-    groups.emplace_back("head.");
-    if (with_aux) groups.insert(groups.end(), {"aux.", "aux_head."});
-    return groups;
-  }
-  bool recognises_key(std::string_view name) const override {
-    return starts_with(name, "backbone.elan") || starts_with(name, "head.cv2");
-  }
-  at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
-    return images.to(device, /*non_blocking=*/true).to(at::kFloat).div_(255.0);  // RGB, 0-1
-  }
-  Decoded decode(const std::vector<at::Tensor>& maps) const override {
-    return decode_yolo9(maps, yolo9::kRegMax, {8, 16, 32});
-  }
-  std::vector<std::string> loss_names() const override { return {"box_loss", "cls_loss", "dfl_loss"}; }
-  std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<Yolo9Loss>(gains); }
-  bool channels_last_on_cpu() const override { return true; }
-  bool warms_up_momentum() const override { return true; }
-  data::Recipe augment_recipe() const override { return data::Recipe::yolo9; }
-  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
-    return yolo9::option_defaults(size);
-  }
-};
-
-class YoloxLoss final : public TrainingLoss {
- public:
-  explicit YoloxLoss(const LossGains& gains) { options_.global_normaliser = gains.global_normaliser; }
-  LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
-    return yolox::loss(maps, targets, options_);
-  }
-  std::string close_augmentation() override {
-    options_.use_l1 = true;
-    return "L1 loss on";
-  }
-  std::string capture_obstacle() const override { return "SimOTA's dynamic-k assignment has data-dependent shapes"; }
-
- private:
-  yolox::LossOptions options_;
-};
-
-class YoloxFamily final : public Family {
- public:
-  std::string_view name() const override { return "yolox"; }
-  DetectionModel build(const std::string& size, int class_count, int) const override {
-    yolox::Model net(size, class_count);
-    DetectionModel model;
-    model.display_name = fmt::format("YOLOX-{}", size);
-    model.default_image_size = net->spec().input_size;
-    model.module = net.ptr();
-    model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
-    model.forward_raw = [net](const at::Tensor& x) mutable { return net->forward_raw(x); };
-    model.fuse = [net]() mutable { nn::fuse_for_inference(*net); };
-    return model;
-  }
-  // LibreYOLO's default groups: the model's direct children that hold parameters.
-  std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "head."}; }
-  bool recognises_key(std::string_view name) const override {
-    return starts_with(name, "backbone.backbone.dark") || starts_with(name, "head.obj_preds");
-  }
-  at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
-    return images.to(device, /*non_blocking=*/true).to(at::kFloat).flip(1);  // BGR, 0-255, as upstream
-  }
-  Decoded decode(const std::vector<at::Tensor>& maps) const override { return decode_yolox(maps, {8, 16, 32}); }
-  std::vector<at::Tensor> eval_maps(std::vector<at::Tensor> raw) const override {
-    for (auto& map : raw) map = at::cat({map.slice(1, 0, 4), map.slice(1, 4).sigmoid()}, 1);  // as the head's eval branch
-    return raw;
-  }
-  std::vector<std::string> loss_names() const override { return {"iou_loss", "obj_loss", "cls_loss", "l1_loss"}; }
-  std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<YoloxLoss>(gains); }
-  bool channels_last_on_cpu() const override { return false; }
-  bool warms_up_momentum() const override { return false; }
-  data::Recipe augment_recipe() const override { return data::Recipe::yolox; }
-  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
-    return yolox::option_defaults(size);
-  }
-};
-
-const Yolo9Family kYolo9;
-const YoloxFamily kYolox;
-const std::array<const Family*, 2> kFamilies{&kYolo9, &kYolox};
-
-}  // namespace
-
-std::span<const Family* const> families() { return kFamilies; }
+// The registry: one line per family.
+std::span<const Family* const> families() {
+  static const std::array<const Family*, 3> all{&yolo9::family(), &yolox::family(), &detr::rtdetr_family()};
+  return all;
+}
 
 const Family& family(std::string_view name) {
   if (name.empty()) {
     throw ModelError("this model name does not say its family and size: use a name like yolo9-t or yolox-s, or a "
                      "checkpoint whose metadata names them");
   }
-  for (const Family* f : kFamilies) {
+  std::string known;
+  for (const Family* f : families()) {
     if (f->name() == name) return *f;
+    known += fmt::format("{}{}", known.empty() ? "" : ", ", f->name());
   }
-  throw ModelError(fmt::format("unknown model family '{}' (known: yolo9, yolox)", name));
+  throw ModelError(fmt::format("unknown model family '{}' (known: {})", name, known));
 }
 
 const Family& family_of(const config::Config& config) {

@@ -16,8 +16,10 @@
 #include <ATen/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,6 +30,7 @@ namespace libreyolo::models {
 // The user-set loss gains; a family reads the ones it has.
 struct LossGains {
   double box = 7.5, cls = 0.5, dfl = 1.5;  // YOLOv9
+  std::int64_t classes = 80;               // the dataset's (a set loss scores every class)
   GlobalNormaliser global_normaliser{};  // data-parallel training: the global batch's normaliser
 };
 
@@ -46,6 +49,20 @@ class TrainingLoss {
   // GPU it changes nothing, on the CPU (the tests' capture backend) it runs what a GPU captures.
   virtual void use_static_shapes() {}
 };
+
+// What a CUDA graph may hold of the training step: the whole network, or only the backbone and
+// encoder (a decoder whose denoising queries follow each batch's targets stays eager).
+enum class GraphRegion { network, backbone_encoder };
+
+// A parameter's optimizer treatment: weight decay or none, and its learning rate as a multiple of
+// the schedule's (a DETR's backbone trains at a fraction). `group` orders the optimizer's groups;
+// parameters with the same group share its rule.
+struct ParameterRule {
+  int group = 0;
+  bool decay = true;
+  double lr_multiplier = 1.0;
+};
+using ParameterRules = std::function<ParameterRule(std::string_view name)>;
 
 class Family {
  public:
@@ -70,6 +87,20 @@ class Family {
   virtual Decoded decode(const std::vector<at::Tensor>& maps) const = 0;
   // The eval-mode maps from the training-shaped ones (YOLOX: objectness and classes sigmoided).
   virtual std::vector<at::Tensor> eval_maps(std::vector<at::Tensor> raw) const { return raw; }
+
+  // The detections of eval maps when the family's postprocess is not decode + NMS (a DETR's top-k
+  // queries): per image [K, 6] (x1, y1, x2, y2 in input pixels, score, class). nullopt: decode + NMS.
+  virtual std::optional<std::vector<at::Tensor>> detections(const std::vector<at::Tensor>& maps, std::int64_t width,
+                                                            std::int64_t height, double confidence, int max_detections) const {
+    (void)maps, (void)width, (void)height, (void)confidence, (void)max_detections;
+    return std::nullopt;
+  }
+  // How an image becomes the network input: letterboxed, or stretched to the square (the DETRs').
+  virtual data::InputFit input_fit() const { return data::InputFit::letterbox; }
+  virtual GraphRegion graph_region() const { return GraphRegion::network; }
+  // The family's own optimizer groups, from the resolved options; empty: the YOLO recipes' (BatchNorm
+  // weights, decayed weights, biases: train::parameter_groups).
+  virtual ParameterRules parameter_rules(const config::Config& config) const { (void)config; return {}; }
 
   virtual std::vector<std::string> loss_names() const = 0;
   virtual std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const = 0;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <cctype>
 #include <filesystem>
 
@@ -15,14 +16,20 @@ namespace {
 
 struct Family {
   std::string_view name;
-  std::string_view weights_prefix;  // LibreYOLO's naming rule: Libre<FAMILY><size>.pt
-  std::string_view sizes;
+  std::string_view weights_prefix;  // LibreYOLO's naming rule: <prefix><size>.pt
+  std::initializer_list<std::string_view> sizes;
 };
 
-constexpr std::array<Family, 2> kFamilies{{
-    {"yolo9", "LibreYOLO9", "tsmc"},
-    {"yolox", "LibreYOLOX", "ntsmlx"},
+// RT-DETR's l and x (HGNetv2 backbones) are not built yet.
+const std::array<Family, 3> kFamilies{{
+    {"yolo9", "LibreYOLO9", {"t", "s", "m", "c"}},
+    {"yolox", "LibreYOLOX", {"n", "t", "s", "m", "l", "x"}},
+    {"rtdetr", "LibreRTDETR", {"r18", "r34", "r50", "r50m", "r101"}},
 }};
+
+bool has_size(const Family& family, std::string_view size) {
+  return std::find(family.sizes.begin(), family.sizes.end(), size) != family.sizes.end();
+}
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -35,9 +42,9 @@ bool ends_with_weights_extension(std::string_view name) {
   return lowered.ends_with(".pt") || lowered.ends_with(".pth") || lowered.ends_with(".safetensors");
 }
 
-std::string join_sizes(std::string_view sizes, std::string_view separator) {
+std::string join_sizes(std::initializer_list<std::string_view> sizes, std::string_view separator) {
   std::string text;
-  for (const char size : sizes) {
+  for (const std::string_view size : sizes) {
     if (!text.empty()) text += separator;
     text += size;
   }
@@ -58,7 +65,7 @@ std::vector<std::string> model_sizes(std::string_view family) {
   std::vector<std::string> sizes;
   for (const auto& entry : kFamilies) {
     if (entry.name != family) continue;
-    for (const char size : entry.sizes) sizes.emplace_back(1, size);
+    for (const std::string_view size : entry.sizes) sizes.emplace_back(size);
   }
   return sizes;
 }
@@ -78,22 +85,21 @@ ModelName parse_model_name(std::string_view name) {
     result.is_file = true;
     const std::string stem = std::filesystem::path(name).stem().string();
     for (const auto& family : kFamilies) {
-      if (stem.size() == family.weights_prefix.size() + 1 && stem.starts_with(family.weights_prefix) &&
-          family.sizes.find(stem.back()) != std::string_view::npos) {
+      if (stem.starts_with(family.weights_prefix) && has_size(family, std::string_view(stem).substr(family.weights_prefix.size()))) {
         result.family = std::string(family.name);
-        result.size = std::string(1, stem.back());
+        result.size = stem.substr(family.weights_prefix.size());
       }
     }
     return result;
   }
 
-  // `yolo9-t`, `yolo9t`, `YOLOX-s`: family, optional dash, one size letter.
+  // `yolo9-t`, `yolo9t`, `YOLOX-s`, `rtdetr-r18`: family, optional dash, size.
   const std::string lowered = lower(name);
   for (const auto& family : kFamilies) {
     if (!lowered.starts_with(family.name)) continue;
     std::string_view rest = std::string_view(lowered).substr(family.name.size());
     if (!rest.empty() && rest.front() == '-') rest.remove_prefix(1);
-    if (rest.size() == 1 && family.sizes.find(rest.front()) != std::string_view::npos) {
+    if (has_size(family, rest)) {
       return ModelName{std::string(family.name), std::string(rest), false};
     }
     throw ModelError(fmt::format("model={}: unknown size for {}; sizes are {}", name, family.name,

@@ -1,5 +1,5 @@
-// Model names users type: `yolo9-t`, `yolox-s`, LibreYOLO weight names (`LibreYOLO9t.pt`,
-// `LibreYOLOXs.pt`) and checkpoint paths. Tells family and size without loading anything.
+// Model names users type: `yolo9-t`, `yolox-s`, `rtdetr-r18`, LibreYOLO weight names (`LibreYOLO9t.pt`,
+// `LibreYOLOXs.pt`, `LibreRTDETRr18.pt`) and checkpoint paths. Tells family and size without loading anything.
 #pragma once
 
 #include <optional>
@@ -10,8 +10,8 @@
 namespace libreyolo::models {
 
 struct ModelName {
-  std::string family;  // "yolo9" or "yolox"; empty for a checkpoint whose name does not say
-  std::string size;    // "t", "s", ...; empty when family is empty
+  std::string family;  // "yolo9", "yolox" or "rtdetr"; empty for a checkpoint whose name does not say
+  std::string size;    // "t", "s", "r18", ...; empty when family is empty
   bool is_file = false;  // a weights file (.pt / .safetensors) rather than a from-scratch build
   std::string weights_name() const;  // LibreYOLO's file name for family+size, e.g. LibreYOLO9t.pt
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "models/model_name.h"
+#include "models/targets.h"
 
 #include <ATen/Tensor.h>
 #include <torch/nn/module.h>
@@ -20,6 +21,10 @@ struct DetectionModel {
   std::shared_ptr<torch::nn::Module> module;
   std::function<std::vector<at::Tensor>(const at::Tensor&)> forward;  // per-level maps (eval mode: as decode takes them)
   std::function<std::vector<at::Tensor>(const at::Tensor&)> forward_raw;  // training-shaped maps in either mode (the loss's)
+  // A network whose training forward takes the batch's targets (RT-DETR's denoising queries): its
+  // training outputs, as the family's loss takes them. Empty: the YOLO heads, trained on forward's
+  // (or forward_aux's) maps.
+  std::function<std::vector<at::Tensor>(const at::Tensor&, const TargetBatch&)> forward_train;
   std::function<void()> fuse;                                          // for inference
   // YOLOv9's PGI auxiliary branch, for training; both empty for YOLOX. forward_aux returns the
   // (main, auxiliary) maps once enable_aux() has attached the branch.

@@ -11,12 +11,32 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 
 namespace libreyolo::train {
 
-ParameterGroups parameter_groups(torch::nn::Module& model) {
+std::vector<double> ParameterGroups::lr_multipliers() const {
+  std::vector<double> out;
+  for (const auto& group : ruled) out.push_back(group.rule.lr_multiplier);
+  return out;
+}
+
+ParameterGroups parameter_groups(torch::nn::Module& model, const models::ParameterRules& rules) {
   ParameterGroups groups;
+  if (rules) {
+    std::map<int, ParameterGroups::Ruled> by_group;
+    for (const auto& item : model.named_parameters()) {
+      if (!item.value().requires_grad()) continue;
+      const models::ParameterRule rule = rules(item.key());
+      auto& group = by_group[rule.group];
+      group.rule = rule;
+      group.names.push_back(item.key());
+      group.params.push_back(item.value());
+    }
+    for (auto& [index, group] : by_group) groups.ruled.push_back(std::move(group));
+    return groups;
+  }
   std::set<const void*> captured;
   const auto add = [&](std::vector<at::Tensor>& group, std::vector<std::string>& names, const std::string& name,
                        const at::Tensor& p) {
@@ -47,12 +67,14 @@ template <typename Options>
 std::vector<torch::optim::OptimizerParamGroup> make_groups(const ParameterGroups& groups, const Options& base,
                                                            double weight_decay) {
   std::vector<torch::optim::OptimizerParamGroup> out;
-  const auto add = [&](const std::vector<at::Tensor>& params, double decay) {
+  const auto add = [&](const std::vector<at::Tensor>& params, double decay, double lr_multiplier = 1.0) {
     if (params.empty()) return;
     auto options = std::make_unique<Options>(base);
     options->weight_decay(decay);
+    options->lr(base.lr() * lr_multiplier);
     out.emplace_back(params, std::move(options));
   };
+  for (const auto& group : groups.ruled) add(group.params, group.rule.decay ? weight_decay : 0.0, group.rule.lr_multiplier);
   add(groups.bn, 0.0);
   add(groups.weights, weight_decay);
   add(groups.biases, 0.0);
@@ -62,7 +84,7 @@ std::vector<torch::optim::OptimizerParamGroup> make_groups(const ParameterGroups
 }  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const ParameterGroups& groups, const OptimizerOptions& o) {
-  if (groups.bn.empty() && groups.weights.empty() && groups.biases.empty()) {
+  if (groups.bn.empty() && groups.weights.empty() && groups.biases.empty() && groups.ruled.empty()) {
     throw UsageError("no trainable parameters");
   }
   if (o.name == "sgd") {
@@ -87,8 +109,9 @@ void clip_gradients(const std::vector<at::Tensor>& grads, double max_norm) {
   at::_foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_max(1.0));
 }
 
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr, const std::vector<double>& multipliers) {
+  auto& groups = optimizer.param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) groups[g].options().set_lr(g < multipliers.size() ? lr * multipliers[g] : lr);
 }
 
 void set_momentum(torch::optim::Optimizer& optimizer, double momentum) {

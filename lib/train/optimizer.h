@@ -3,6 +3,8 @@
 // trainable parameter (no decay); SGD (momentum, nesterov), Adam or AdamW, all groups at lr0.
 #pragma once
 
+#include "models/family.h"
+
 #include <ATen/Tensor.h>
 #include <torch/nn/module.h>
 #include <ATen/core/ivalue.h>
@@ -17,9 +19,22 @@ namespace libreyolo::train {
 struct ParameterGroups {
   std::vector<std::string> bn_names, weight_names, bias_names;  // dotted names, module order
   std::vector<at::Tensor> bn, weights, biases;
+
+  // A family's own groups (models::Family::parameter_rules), by rule group, the empty ones left
+  // out; when present the optimizer has these instead of the three above (which stay empty).
+  struct Ruled {
+    models::ParameterRule rule;
+    std::vector<std::string> names;
+    std::vector<at::Tensor> params;
+  };
+  std::vector<Ruled> ruled;
+  // Each optimizer group's learning-rate multiplier, in the optimizer's order.
+  std::vector<double> lr_multipliers() const;
 };
 
-ParameterGroups parameter_groups(torch::nn::Module& model);
+// The trainable parameters in groups: with `rules`, the family's; else the YOLO recipes' BatchNorm
+// weights (no decay), other weights (decay) and biases (no decay).
+ParameterGroups parameter_groups(torch::nn::Module& model, const models::ParameterRules& rules = {});
 
 struct OptimizerOptions {
   std::string name = "sgd";  // sgd | adam | adamw
@@ -38,7 +53,8 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const ParameterGroups& g
 // capturable in a CUDA graph.
 void clip_gradients(const std::vector<at::Tensor>& grads, double max_norm);
 
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+// Every group's learning rate: lr, times the group's multiplier where `multipliers` has one.
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr, const std::vector<double>& multipliers = {});
 void set_momentum(torch::optim::Optimizer& optimizer, double momentum);  // SGD only; no-op otherwise
 double learning_rate(const torch::optim::Optimizer& optimizer, std::size_t group = 0);
 

@@ -123,7 +123,7 @@ void load_run_state(Training& t, TrainState& state, const models::Checkpoint& ch
 }
 
 void Training::apply_schedule(std::int64_t iteration) {
-  set_learning_rate(*optimizer, lr_scale * schedule->lr(iteration));
+  set_learning_rate(*optimizer, lr_scale * schedule->lr(iteration), lr_multipliers);
   if (const auto m = schedule->momentum(iteration)) set_momentum(*optimizer, *m);
 }
 
@@ -277,7 +277,7 @@ void set_up_model(Training& t) {
     };
   }
   t.loss = t.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl"),
-                                .global_normaliser = global_normaliser});
+                                .classes = t.class_count, .global_normaliser = global_normaliser});
 }
 
 void set_up_optimizer(Training& t, const TrainState& state) {
@@ -286,16 +286,24 @@ void set_up_optimizer(Training& t, const TrainState& state) {
     throw UsageError(fmt::format("nesterov=true needs momentum > 0 (momentum={}); set a momentum such as 0.937, or nesterov=false",
                                  config.get_real("momentum")));
   }
-  const auto groups = parameter_groups(*t.model().module);
+  const auto groups = parameter_groups(*t.model().module, t.family->parameter_rules(config));
+  t.lr_multipliers = groups.lr_multipliers();
   t.optimizer = make_optimizer(groups, {.name = config.get_text("optimizer"),
                                         .lr0 = config.get_real("lr0"),
                                         .momentum = config.get_real("momentum"),
                                         .nesterov = config.get_bool("nesterov"),
                                         .weight_decay = config.get_real("weight_decay")});
   log::info("Optimizer: {}", config.get_text("optimizer"));
-  log::info("  - pg0 (BN): {} params", groups.bn.size());
-  log::info("  - pg1 (Conv, wd={}): {} params", config.get_real("weight_decay"), groups.weights.size());
-  log::info("  - pg2 (Bias): {} params", groups.biases.size());
+  if (groups.ruled.empty()) {
+    log::info("  - pg0 (BN): {} params", groups.bn.size());
+    log::info("  - pg1 (Conv, wd={}): {} params", config.get_real("weight_decay"), groups.weights.size());
+    log::info("  - pg2 (Bias): {} params", groups.biases.size());
+  }
+  for (std::size_t g = 0; g < groups.ruled.size(); ++g) {
+    const auto& group = groups.ruled[g];
+    log::info("  - pg{}: lr={:g}, wd={:g}, {} params", g, config.get_real("lr0") * group.rule.lr_multiplier,
+              group.rule.decay ? config.get_real("weight_decay") : 0.0, group.params.size());
+  }
 
   ScheduleOptions schedule_options{.kind = config.get_text("scheduler"),
                                    .lr0 = config.get_real("lr0"),
@@ -375,7 +383,8 @@ void set_up_cuda_graph(Training& t) {
   const auto reason = graph_gate_reason({.cuda_device = t.device.is_cuda() || backend != nullptr,
                                          .backend_available = backend != nullptr,
                                          .backend_missing_reason = missing,
-                                         .family_supported = true,  // both families' networks are tensors in, tensors out
+                                         // the YOLO networks are tensors in, tensors out; a DETR's decoder takes the targets
+                                         .family_supported = t.family->graph_region() == models::GraphRegion::network,
                                          .family = std::string(t.family->name())});
   if (reason) {
     log::info("cuda_graph=true ignored ({}); training runs eager.", *reason);

@@ -62,6 +62,7 @@ struct Training {
   // optimisation
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::optional<Schedule> schedule;
+  std::vector<double> lr_multipliers;  // each optimizer group's share of the schedule's rate (empty: all 1)
   double lr_scale = 1.0;  // the schedule's multiplier: halved by each divergence recovery, kept in checkpoints
   bool autocast = false;
   c10::ScalarType amp_dtype = c10::kHalf;

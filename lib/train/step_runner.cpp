@@ -12,8 +12,11 @@ namespace {
 
 // The network's maps (and the PGI branch's after them, one per level as well), through the
 // network graph when there is one and `network_graph` is set.
-std::vector<at::Tensor> network_outputs(Training& t, const at::Tensor& input, bool network_graph) {
+// A network that takes the targets (RT-DETR) runs eager: its graph region is not the whole network.
+std::vector<at::Tensor> network_outputs(Training& t, const at::Tensor& input, const models::TargetBatch& targets,
+                                        bool network_graph) {
   models::DetectionModel& model = t.model();
+  if (model.forward_train) return model.forward_train(input, targets);
   const NetworkFunction network = [&](const at::Tensor& x) {
     if (!t.use_aux) return model.forward(x);
     auto [maps, aux_maps] = model.forward_aux(x);
@@ -46,7 +49,7 @@ models::LossTerms EagerStepRunner::forward_and_loss(const at::Tensor& input, con
   Training& t = training_;
   AutocastGuard guard(t.device.type(), t.amp_dtype, t.autocast, /*cache=*/!t.graphs);
   const models::TrainingLoss& loss = *t.loss;
-  std::vector<at::Tensor> outputs = network_outputs(t, input, network_graph);
+  std::vector<at::Tensor> outputs = network_outputs(t, input, targets, network_graph);
   if (!t.use_aux) return loss(outputs, targets);
   const auto half = static_cast<std::ptrdiff_t>(outputs.size() / 2);
   const std::vector<at::Tensor> maps(outputs.begin(), outputs.begin() + half), aux_maps(outputs.begin() + half, outputs.end());

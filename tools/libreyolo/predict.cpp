@@ -69,29 +69,40 @@ int run_predict(const Arguments& arguments) {
       skip(error);
       continue;
     }
-    const double gain = std::min(static_cast<double>(size) / image.cols, static_cast<double>(size) / image.rows);
-    cv::Mat resized;
-    cv::resize(image, resized, cv::Size(std::max(1, static_cast<int>(std::round(image.cols * gain))),
-                                        std::max(1, static_cast<int>(std::round(image.rows * gain)))),
-               0, 0, gain < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
-    // letterbox to a stride-32 rectangle around the resized image
-    const int width = (resized.cols + 31) / 32 * 32, height = (resized.rows + 31) / 32 * 32;
-    const int left = (width - resized.cols) / 2, top = (height - resized.rows) / 2;
+    // letterbox to a stride-32 rectangle around the resized image, or (a DETR) stretch to the square
+    double gain_x = 1, gain_y = 1;
+    int left = 0, top = 0;
     cv::Mat boxed;
-    cv::copyMakeBorder(resized, boxed, top, height - resized.rows - top, left, width - resized.cols - left,
-                       cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
-    at::Tensor input = at::from_blob(boxed.data, {1, height, width, 3}, at::kByte).permute({0, 3, 1, 2}).flip(1).contiguous();
-    const auto maps = model.forward(family.network_input(input, device));
-    const at::Tensor d = eval::detect(maps, family, conf, iou, static_cast<int>(config.get_int("max_det")), false)[0];
+    if (family.input_fit() == data::InputFit::stretch) {
+      cv::resize(image, boxed, cv::Size(size, size), 0, 0, cv::INTER_LINEAR);
+      gain_x = static_cast<double>(size) / image.cols;
+      gain_y = static_cast<double>(size) / image.rows;
+    } else {
+      const double gain = std::min(static_cast<double>(size) / image.cols, static_cast<double>(size) / image.rows);
+      cv::Mat resized;
+      cv::resize(image, resized, cv::Size(std::max(1, static_cast<int>(std::round(image.cols * gain))),
+                                          std::max(1, static_cast<int>(std::round(image.rows * gain)))),
+                 0, 0, gain < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
+      const int width = (resized.cols + 31) / 32 * 32, height = (resized.rows + 31) / 32 * 32;
+      left = (width - resized.cols) / 2;
+      top = (height - resized.rows) / 2;
+      cv::copyMakeBorder(resized, boxed, top, height - resized.rows - top, left, width - resized.cols - left,
+                         cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
+      gain_x = gain_y = gain;
+    }
+    at::Tensor input = at::from_blob(boxed.data, {1, boxed.rows, boxed.cols, 3}, at::kByte).permute({0, 3, 1, 2}).flip(1).contiguous();
+    const at::Tensor network_input = family.network_input(input, device);
+    const auto maps = model.forward(network_input);
+    const at::Tensor d = eval::detect(maps, family, network_input, conf, iou, static_cast<int>(config.get_int("max_det")), false)[0];
     const auto a = d.accessor<float, 2>();
     cv::Mat drawn = image.clone();
     std::string txt;
     for (std::int64_t k = 0; k < d.size(0); ++k) {
-      const auto map = [&](float v, int pad, int limit) {
+      const auto map = [&](float v, int pad, double gain, int limit) {
         return std::clamp((v - pad) / gain, 0.0, static_cast<double>(limit));
       };
-      const double x1 = map(a[k][0], left, image.cols), y1 = map(a[k][1], top, image.rows);
-      const double x2 = map(a[k][2], left, image.cols), y2 = map(a[k][3], top, image.rows);
+      const double x1 = map(a[k][0], left, gain_x, image.cols), y1 = map(a[k][1], top, gain_y, image.rows);
+      const double x2 = map(a[k][2], left, gain_x, image.cols), y2 = map(a[k][3], top, gain_y, image.rows);
       const int cls = static_cast<int>(a[k][5]);
       const float score = a[k][4];
       const std::string label = fmt::format("{} {:.2f}", cls < static_cast<int>(names.size()) ? names[cls] : std::to_string(cls), score);

@@ -117,6 +117,18 @@ LetterboxResult fit_top_left(const Sample& sample, cv::Size shape) {
   return result;
 }
 
+Sample stretch_to(const Sample& sample, cv::Size shape) {
+  Sample out;
+  if (sample.image.size() == shape) {
+    out.image = sample.image.clone();
+  } else {
+    cv::resize(sample.image, out.image, shape, 0, 0, cv::INTER_LINEAR);
+  }
+  const double rx = static_cast<double>(shape.width) / sample.image.cols, ry = static_cast<double>(shape.height) / sample.image.rows;
+  for (const auto& box : sample.boxes) out.boxes.push_back(scaled(box, rx, ry));
+  return out;
+}
+
 std::vector<PixelBox> transform_boxes(const std::vector<PixelBox>& boxes, const cv::Matx33d& m, cv::Size bounds) {
   std::vector<PixelBox> out;
   out.reserve(boxes.size());

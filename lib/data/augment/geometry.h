@@ -1,5 +1,5 @@
 // Geometric augmentations and their box bookkeeping: resizing, letterbox (centred, as
-// Ultralytics) and top-left fit (as YOLOX), the Ultralytics random perspective and the YOLOX
+// Ultralytics), top-left fit (as YOLOX) and stretch (as the DETRs), the Ultralytics random perspective and the YOLOX
 // random affine, flips, and the candidate filter that drops boxes squashed by a transform.
 #pragma once
 
@@ -24,6 +24,9 @@ LetterboxResult letterbox(const Sample& sample, cv::Size shape, bool scale_up = 
 
 // YOLOX preproc: fit into `shape`, place at the top-left on a 114 canvas.
 LetterboxResult fit_top_left(const Sample& sample, cv::Size shape);
+
+// The DETRs' resize: stretched to `shape` (bilinear), each axis scaled on its own; boxes follow.
+Sample stretch_to(const Sample& sample, cv::Size shape);
 
 struct PerspectiveParams {
   double degrees = 0, translate = 0.1, scale_low = 0.5, scale_high = 1.5, shear = 0, perspective = 0;

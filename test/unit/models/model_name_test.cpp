@@ -25,6 +25,26 @@ TEST_CASE("family-size names and LibreYOLO weight names", "[model_name]") {
   CHECK(parse_model_name("x.safetensors").is_file);
 }
 
+TEST_CASE("RT-DETR's sizes are several letters long", "[model_name]") {
+  const auto r18 = parse_model_name("rtdetr-r18");
+  CHECK(r18.family == "rtdetr");
+  CHECK(r18.size == "r18");
+  CHECK(r18.weights_name() == "LibreRTDETRr18.pt");
+  CHECK(parse_model_name("RTDETR-R50M").size == "r50m");
+  CHECK(parse_model_name("rtdetrr101").size == "r101");
+  const auto file = parse_model_name("LibreRTDETRr50m.pt");
+  CHECK(file.family == "rtdetr");
+  CHECK(file.size == "r50m");
+  CHECK(parse_model_name("LibreRTDETRr5.pt").family.empty());  // not a size: a checkpoint that does not say
+  CHECK_THROWS_AS(parse_model_name("rtdetr-r"), ModelError);
+  CHECK_THROWS_AS(parse_model_name("rtdetr-r18x"), ModelError);
+  try {
+    parse_model_name("rtdetr-r19");
+  } catch (const ModelError& error) {
+    CHECK(std::string(error.what()).find("r18, r34, r50, r50m, r101") != std::string::npos);
+  }
+}
+
 TEST_CASE("unknown names and sizes are model errors (exit 4)", "[model_name]") {
   CHECK_THROWS_AS(parse_model_name("yolo9-x"), ModelError);
   CHECK_THROWS_AS(parse_model_name("yolov8n"), ModelError);

@@ -1,0 +1,32 @@
+// RT-DETR behind the Family interface (models/family.h): the network whose training forward takes
+// the batch's targets (its denoising queries), the set loss, top-k postprocess without NMS, the
+// stretched square input, and LibreYOLO's RT-DETR recipe.
+#pragma once
+
+#include "models/detr/criterion.h"
+#include "models/family.h"
+
+#include <ATen/Tensor.h>
+
+#include <vector>
+
+namespace libreyolo::models::detr {
+
+const Family& rtdetr_family();
+
+// The outputs as the trainer carries a network's maps: a header [levels of auxiliary,
+// levels of denoising, denoising groups, images, input width, input height] (int64, CPU), the
+// last layer's logits and boxes, each auxiliary then denoising level's, then the images' denoising
+// positives. `width`/`height`: the network input's, to scale the targets' pixel boxes.
+std::vector<at::Tensor> pack_outputs(const DetrOutputs& outputs, std::int64_t width, std::int64_t height);
+struct PackedOutputs {
+  DetrOutputs outputs;
+  std::int64_t width = 0, height = 0;
+};
+PackedOutputs unpack_outputs(const std::vector<at::Tensor>& packed);
+
+// The padded targets (input pixels) as the matcher and denoising take them: classes and
+// normalised (cx, cy, w, h) boxes of every image in turn, and each image's count.
+DetrTargets detr_targets(const TargetBatch& targets, std::int64_t width, std::int64_t height);
+
+}  // namespace libreyolo::models::detr

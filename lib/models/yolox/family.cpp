@@ -1,0 +1,77 @@
+#include "models/yolox/family.h"
+
+#include "models/yolox/loss.h"
+#include "models/yolox/model.h"
+#include "models/yolox/recipe.h"
+#include "nn/gelan.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+namespace libreyolo::models::yolox {
+
+namespace {
+
+bool starts_with(std::string_view text, std::string_view prefix) { return text.rfind(prefix, 0) == 0; }
+
+class YoloxLoss final : public TrainingLoss {
+ public:
+  explicit YoloxLoss(const LossGains& gains) { options_.global_normaliser = gains.global_normaliser; }
+  LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
+    return yolox::loss(maps, targets, options_);
+  }
+  std::string close_augmentation() override {
+    options_.use_l1 = true;
+    return "L1 loss on";
+  }
+  std::string capture_obstacle() const override { return "SimOTA's dynamic-k assignment has data-dependent shapes"; }
+
+ private:
+  yolox::LossOptions options_;
+};
+
+class YoloxFamily final : public Family {
+ public:
+  std::string_view name() const override { return "yolox"; }
+  DetectionModel build(const std::string& size, int class_count, int) const override {
+    yolox::Model net(size, class_count);
+    DetectionModel model;
+    model.display_name = fmt::format("YOLOX-{}", size);
+    model.default_image_size = net->spec().input_size;
+    model.module = net.ptr();
+    model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
+    model.forward_raw = [net](const at::Tensor& x) mutable { return net->forward_raw(x); };
+    model.fuse = [net]() mutable { nn::fuse_for_inference(*net); };
+    return model;
+  }
+  // LibreYOLO's default groups: the model's direct children that hold parameters.
+  std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "head."}; }
+  bool recognises_key(std::string_view name) const override {
+    return starts_with(name, "backbone.backbone.dark") || starts_with(name, "head.obj_preds");
+  }
+  at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
+    return images.to(device, /*non_blocking=*/true).to(at::kFloat).flip(1);  // BGR, 0-255, as upstream
+  }
+  Decoded decode(const std::vector<at::Tensor>& maps) const override { return decode_yolox(maps, {8, 16, 32}); }
+  std::vector<at::Tensor> eval_maps(std::vector<at::Tensor> raw) const override {
+    for (auto& map : raw) map = at::cat({map.slice(1, 0, 4), map.slice(1, 4).sigmoid()}, 1);  // as the head's eval branch
+    return raw;
+  }
+  std::vector<std::string> loss_names() const override { return {"iou_loss", "obj_loss", "cls_loss", "l1_loss"}; }
+  std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<YoloxLoss>(gains); }
+  bool channels_last_on_cpu() const override { return false; }
+  bool warms_up_momentum() const override { return false; }
+  data::Recipe augment_recipe() const override { return data::Recipe::yolox; }
+  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
+    return yolox::option_defaults(size);
+  }
+};
+
+}  // namespace
+
+const Family& family() {
+  static const YoloxFamily instance;
+  return instance;
+}
+
+}  // namespace libreyolo::models::yolox
