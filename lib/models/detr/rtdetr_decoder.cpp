@@ -1,6 +1,9 @@
 #include "models/detr/rtdetr_decoder.h"
 
+#include "core/error.h"
+
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 #include <torch/nn/functional/vision.h>
 #include <torch/nn/init.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -212,6 +215,11 @@ DetrOutputs RtdetrDecoderImpl::forward(const std::vector<torch::Tensor>& feature
   const at::Tensor output_memory = enc_output_[1]->as<torch::nn::LayerNormImpl>()->forward(linear(enc_output_linear_, scored));
   const at::Tensor enc_class = linear(enc_score_head_, output_memory);
   const at::Tensor enc_coord = enc_bbox_head_->forward(output_memory) + anchors;
+  if (memory.size(1) < options_.queries) {
+    throw UsageError(fmt::format("RT-DETR selects {} queries from the encoder's positions, but a {}x{} input has only {}: "
+                                 "use a larger imgsz (128 or more for 300 queries)",
+                                 options_.queries, features.at(0).size(3) * 8, features.at(0).size(2) * 8, memory.size(1)));
+  }
   const at::Tensor top = std::get<1>(at::topk(std::get<0>(enc_class.max(-1)), options_.queries, 1));
   at::Tensor reference = enc_coord.gather(1, top.unsqueeze(-1).repeat({1, 1, enc_coord.size(-1)}));
   const at::Tensor enc_boxes = reference.sigmoid();

@@ -93,6 +93,19 @@ TEST_CASE("letterbox and top-left fit keep boxes on the pixels", "[augment]") {
   CHECK((box.y2 - boxed.pad.y) / boxed.ratio == Approx(50).margin(0.01));
 }
 
+TEST_CASE("stretch scales each axis on its own and keeps boxes on the pixels", "[augment]") {
+  const Sample source = painted(cv::Size(400, 200), {cv::Rect(40, 20, 100, 60), cv::Rect(300, 120, 40, 50)});
+  const Sample out = stretch_to(source, cv::Size(160, 160));
+  REQUIRE(out.image.size() == cv::Size(160, 160));
+  REQUIRE(out.boxes.size() == 2);
+  CHECK(out.boxes[0].x1 == Approx(40 * 0.4));
+  CHECK(out.boxes[0].y1 == Approx(20 * 0.8));
+  check_tight(out, 2.0f);
+  const Sample same = stretch_to(source, source.image.size());
+  CHECK(cv::norm(same.image, source.image, cv::NORM_INF) == 0);
+  CHECK(same.image.data != source.image.data);  // a copy: the caller may change it in place
+}
+
 TEST_CASE("random perspective: scale and translation keep boxes tight; rotation and shear keep them covering", "[augment]") {
   const Sample sample = painted({320, 320}, {{40, 60, 80, 50}, {200, 180, 60, 90}});
   for (std::uint64_t seed = 0; seed < 8; ++seed) {

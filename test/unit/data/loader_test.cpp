@@ -48,9 +48,10 @@ std::vector<Batch> run_epoch(Loader& loader, int epoch) {
 TEST_CASE("batches are identical whatever the number of workers", "[loader]") {
   const auto root = fresh_folder("loader");
   DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
-  for (const std::string family : {"yolo9", "yolox"}) {
+  for (const Recipe recipe : {Recipe::yolo9, Recipe::yolox, Recipe::detr}) {
+    const std::string_view family = recipe_name(recipe);
     AugmentConfig augment;
-    augment.recipe = family == "yolox" ? Recipe::yolox : Recipe::yolo9;
+    augment.recipe = recipe;
     augment.image_size = 128;
     augment.mixup = 0.5;
     augment.degrees = 5;
@@ -87,6 +88,45 @@ TEST_CASE("batches are identical whatever the number of workers", "[loader]") {
       CHECK(batch.targets.select(1, 0).max().item<float>() <= 3.0f);
     }
   }
+  fs::remove_all(root);
+}
+
+TEST_CASE("the DETR pipeline stretches each image to the square, boxes on their pixels", "[loader]") {
+  const auto root = fresh_folder("detr_pipeline");
+  DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
+  AugmentConfig augment;
+  augment.recipe = Recipe::detr;
+  augment.image_size = 96;
+  augment.hsv_prob = 0;  // the white boxes stay white
+  augment.flip_lr = 0.5;
+  TrainPipeline pipeline(dataset, augment, 5);
+  int flipped = 0;
+  for (std::size_t i = 0; i < dataset.size(); ++i) {
+    const Sample resized = dataset.load_resized(i);
+    for (int epoch = 0; epoch < 4; ++epoch) {
+      const Sample out = pipeline.sample(i, epoch);
+      REQUIRE(out.image.size() == cv::Size(96, 96));
+      REQUIRE(out.boxes.size() == resized.boxes.size());
+      if (out.boxes.empty()) continue;
+      // the first box: the white rectangle, each axis scaled on its own (mirrored when flipped)
+      const double rx = 96.0 / resized.image.cols, ry = 96.0 / resized.image.rows;
+      const PixelBox& box = out.boxes[0];
+      const PixelBox& before = resized.boxes[0];
+      CHECK(box.y1 == Approx(before.y1 * ry).margin(1e-3));
+      CHECK(box.y2 == Approx(before.y2 * ry).margin(1e-3));
+      const bool mirrored = std::abs(box.x1 - before.x1 * rx) > 1e-3;
+      if (mirrored) {
+        ++flipped;
+        CHECK(box.x1 == Approx(96 - before.x2 * rx).margin(1e-3));
+      }
+      cv::Mat gray;
+      cv::cvtColor(out.image, gray, cv::COLOR_BGR2GRAY);
+      const cv::Point centre(static_cast<int>((box.x1 + box.x2) / 2), static_cast<int>((box.y1 + box.y2) / 2));
+      CHECK(gray.at<std::uint8_t>(centre) > 200);
+    }
+  }
+  CHECK(flipped > 0);
+  CHECK(flipped < 36);
   fs::remove_all(root);
 }
 

@@ -53,3 +53,31 @@ TEST_CASE("validation letterbox keeps ratio and maps boxes back to original pixe
   CHECK(back.y2 == Approx(150).margin(0.5));
   fs::remove_all(root);
 }
+
+TEST_CASE("validation stretch: every batch the square, boxes back per axis", "[val_batches]") {
+  const auto root = fresh_folder("valstretch");
+  cv::Mat image(300, 500, CV_8UC3, cv::Scalar(0, 0, 0));
+  cv::rectangle(image, cv::Rect(100, 60, 120, 90), cv::Scalar(255, 255, 255), cv::FILLED);
+  write_bytes(root / "images" / "a.jpg", encode_image(image, ".jpg", 95));
+  write_text(root / "labels" / "a.txt", "0 0.32 0.35 0.24 0.3\n");
+  auto scan = scan_images({root / "images" / "a.jpg"}, 1, {.threads = 1, .use_cache = false});
+  DetectionDataset dataset(scan.images, 1, 320, CacheMode::none);
+  const auto records = std::vector<ImageRecord>(3, dataset.record(0));
+  const auto plan = plan_validation_batches(records, 2, 320, InputFit::stretch);
+  REQUIRE(plan.batches.size() == 2);
+  CHECK(plan.batches[0] == std::vector<std::size_t>{0, 1});
+  CHECK(plan.batches[1] == std::vector<std::size_t>{2});
+  for (const auto& shape : plan.shapes) CHECK(shape == cv::Size(320, 320));
+  const ValSample sample = fit_for_validation(dataset, 0, plan.shapes[0], InputFit::stretch);
+  CHECK(sample.sample.image.size() == cv::Size(320, 320));
+  CHECK(sample.gain == Approx(320.0 / 500.0));
+  CHECK(sample.gain_y == Approx(320.0 / 300.0));
+  const PixelBox box = sample.sample.boxes.at(0);
+  CHECK(box.y1 == Approx(60 * 320.0 / 300.0).margin(0.5));  // stretched: the vertical scale is its own
+  const PixelBox back = to_original_pixels(box, sample);
+  CHECK(back.x1 == Approx(100).margin(0.5));
+  CHECK(back.y1 == Approx(60).margin(0.5));
+  CHECK(back.x2 == Approx(220).margin(0.5));
+  CHECK(back.y2 == Approx(150).margin(0.5));
+  fs::remove_all(root);
+}

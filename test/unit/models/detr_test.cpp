@@ -1,11 +1,20 @@
 // The DETR families' denoising queries from our own draws (test/parity/ checks the construction
 // against libreyolo 1.6.0 with its draws): a seeded generator repeats itself, positives stay
 // within half their box of the target and negatives beyond it, padded slots carry no class.
+// RT-DETR behind the Family interface: its packed outputs, targets, loss, detections and groups.
+#include "core/error.h"
 #include "models/box_ops.h"
 #include "models/detr/denoising.h"
+#include "models/detr/rtdetr_family.h"
+#include "models/detr/rtdetr_recipe.h"
+#include "models/targets.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/module.h>
+
+#include <cmath>
+#include <set>
 
 #include "catch.h"  // last: see catch.h
 
@@ -59,4 +68,91 @@ TEST_CASE("denoising: seeded draws repeat, positives stay near their targets, ne
 
   const DetrTargets none{at::empty({0}, at::kLong), at::empty({0, 4}), {0, 0}};
   CHECK(make_denoising_queries(none, options, {}).count == 0);
+}
+
+// ---- RT-DETR behind the Family interface
+
+TEST_CASE("RT-DETR family: packed outputs round-trip, targets normalise, the loss trains", "[detr]") {
+  const libreyolo::models::Family& family = libreyolo::models::family("rtdetr");
+  CHECK(family.input_fit() == libreyolo::data::InputFit::stretch);
+  CHECK(family.graph_region() == libreyolo::models::GraphRegion::backbone_encoder);
+  at::manual_seed(3);
+  libreyolo::models::DetectionModel model = family.build("r18", 4, 0);
+  REQUIRE(model.forward_train);
+
+  // too small an input for 300 queries: a usage error that says what to do
+  model.module->eval();
+  CHECK_THROWS_AS(model.forward(at::rand({1, 3, 64, 96})), libreyolo::UsageError);
+
+  // rows [image, class, cx, cy, w, h] normalised, over an input 192 wide and 128 high
+  const at::Tensor rows = at::tensor({0.f, 2.f, 0.5f, 0.5f, 0.25f, 0.5f, 0.f, 1.f, 0.2f, 0.3f, 0.1f, 0.2f, 1.f, 3.f, 0.7f, 0.6f, 0.2f, 0.2f})
+                              .view({3, 6});
+  const auto targets = libreyolo::models::pad_targets(rows, 2, 192, 128);
+  const DetrTargets detr = detr_targets(targets, 192, 128);
+  CHECK(detr.counts == std::vector<std::int64_t>{2, 1});
+  CHECK(at::equal(detr.classes, at::tensor({2, 1, 3}, at::kLong)));
+  CHECK(at::allclose(detr.boxes, rows.narrow(1, 2, 4)));
+
+  const at::Tensor input = at::rand({2, 3, 128, 192});
+  model.module->train();
+  const std::vector<at::Tensor> packed = model.forward_train(input, targets);
+  const PackedOutputs unpacked = unpack_outputs(packed);
+  CHECK(unpacked.width == 192);
+  CHECK(unpacked.height == 128);
+  CHECK(unpacked.outputs.auxiliary.size() == 3);  // two earlier decoder layers and the encoder's proposals
+  CHECK(unpacked.outputs.denoising.size() == 3);  // every layer's denoising queries
+  CHECK(unpacked.outputs.denoising_match.groups == 50);  // 100 denoising queries / 2 targets at most
+  REQUIRE(unpacked.outputs.denoising_match.positive_queries.size() == 2);
+  CHECK(unpacked.outputs.denoising_match.positive_queries[1].numel() == 50);
+  CHECK(unpacked.outputs.last.logits.sizes() == at::IntArrayRef({2, 300, 4}));
+  const std::vector<at::Tensor> again = pack_outputs(unpacked.outputs, unpacked.width, unpacked.height);
+  REQUIRE(again.size() == packed.size());
+  for (std::size_t i = 0; i < packed.size(); ++i) CHECK(at::equal(again[i], packed[i]));
+  CHECK_THROWS(unpack_outputs({packed.begin(), packed.end() - 1}));
+
+  const auto loss = family.make_loss({.classes = 4});
+  const libreyolo::models::LossTerms terms = (*loss)(packed, targets);
+  CHECK(terms.parts.size() == family.loss_names().size());
+  REQUIRE(std::isfinite(terms.total.item<double>()));
+  terms.total.backward();
+  bool backbone_gradient = false;
+  for (const auto& p : model.module->named_parameters()) {
+    if (p.key().rfind("backbone.", 0) == 0 && p.value().grad().defined() && p.value().grad().abs().sum().item<double>() > 0) {
+      backbone_gradient = true;
+    }
+  }
+  CHECK(backbone_gradient);
+
+  // eval: the last layer's queries, then the top-k detections in input pixels
+  model.module->eval();
+  at::NoGradGuard no_grad;
+  const auto maps = model.forward(input);
+  REQUIRE(maps.size() == 2);
+  const auto detections = family.detections(maps, 192, 128, 0.0, 10);
+  REQUIRE(detections.has_value());
+  REQUIRE(detections->size() == 2);
+  CHECK((*detections)[0].sizes() == at::IntArrayRef({10, 6}));
+  CHECK((*detections)[0].select(1, 2).max().item<float>() <= 192 * 1.5f);
+}
+
+TEST_CASE("RT-DETR optimizer groups: backbone at lr_backbone, no decay on norms and biases", "[detr]") {
+  const auto rules = libreyolo::models::detr::rtdetr_parameter_rules(0.05);
+  const auto rule = [&](std::string_view name) { return rules(name); };
+  CHECK(rule("backbone.conv1.conv1_1.norm.weight").group == 0);
+  CHECK_FALSE(rule("backbone.conv1.conv1_1.norm.weight").decay);
+  CHECK(rule("backbone.conv1.conv1_1.norm.weight").lr_multiplier == 0.05);
+  CHECK(rule("backbone.res_layers.0.blocks.0.branch2a.conv.weight").group == 1);
+  CHECK(rule("backbone.res_layers.0.blocks.0.branch2a.conv.weight").decay);
+  CHECK(rule("decoder.dec_score_head.0.bias").group == 2);
+  CHECK(rule("encoder.encoder.0.layers.0.norm1.weight").group == 2);
+  CHECK_FALSE(rule("encoder.encoder.0.layers.0.norm1.weight").decay);
+  CHECK(rule("decoder.dec_score_head.0.weight").group == 3);
+  CHECK(rule("decoder.dec_score_head.0.weight").lr_multiplier == 1.0);
+
+  // every trainable parameter of the model falls in one of the four groups
+  const libreyolo::models::Family& family = libreyolo::models::family("rtdetr");
+  const auto model = family.build("r18", 80, 0);
+  std::set<int> seen;
+  for (const auto& p : model.module->named_parameters()) seen.insert(rules(p.key()).group);
+  CHECK(seen == std::set<int>{0, 1, 2, 3});
 }
