@@ -238,6 +238,18 @@ Sample DetectionDataset::load_resized(std::size_t index) const {
   } else {
     image = recently_decoded(index);
   }
+  return with_boxes(index, image);
+}
+
+Sample DetectionDataset::load_original(std::size_t index) const {
+  try {
+    return with_boxes(index, decode_image(records_[index].image));
+  } catch (const CorruptImage& error) {
+    throw DataError(fmt::format("{}: {}", records_[index].image.string(), error.what()));
+  }
+}
+
+Sample DetectionDataset::with_boxes(std::size_t index, const cv::Mat& image) const {
   Sample sample;
   sample.image = image;
   const float width = static_cast<float>(image.cols);

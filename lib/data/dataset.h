@@ -42,12 +42,15 @@ class DetectionDataset {
   // Long side = image_size (Ultralytics load_image), boxes in pixels of the resized image.
   // Thread-safe.
   Sample load_resized(std::size_t index) const;
+  // The image at its own size, decoded now (never cached), boxes in its pixels. Thread-safe.
+  Sample load_original(std::size_t index) const;
 
   // Bytes the resized images of the whole dataset take (for the cache=ram memory check).
   std::uint64_t resized_bytes() const;
 
  private:
   cv::Mat decode_resized(std::size_t index) const;
+  Sample with_boxes(std::size_t index, const cv::Mat& image) const;
   cv::Mat load_disk_cached(std::size_t index) const;
   cv::Mat recently_decoded(std::size_t index) const;
   bool share_ram_cache(std::uint64_t needed, std::uint64_t available);

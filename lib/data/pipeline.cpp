@@ -143,14 +143,14 @@ Sample TrainPipeline::yolox_sample(std::size_t index, Draw& draw) const {
   return fitted;
 }
 
-// LibreYOLO's RT-DETR transform: additive HSV and flips on the image, then stretched to the square;
-// boxes not over 1 px on a side dropped, and where none is left, the un-augmented image instead.
+// LibreYOLO's RT-DETR transform: additive HSV and flips on the image at its own size (decoded for
+// each sample: cache= does not apply), then stretched to the square; boxes not over 1 px on a side
+// dropped, and where none is left, the un-augmented image instead.
 Sample TrainPipeline::detr_sample(std::size_t index, Draw& draw) const {
   SampleRandom& random = draw.random;
   const cv::Size input(augment_.image_size, augment_.image_size);
-  Sample out = dataset_.load_resized(index);
-  const Sample original = out;
-  out.image = out.image.clone();  // may be a cached image: HSV works in place
+  Sample out = dataset_.load_original(index);  // one resize, the stretch (LibreYOLO's wants_unresized_image)
+  const Sample original{out.image.clone(), out.boxes};  // HSV works in place
   if (random.chance(augment_.hsv_prob)) hsv_additive(out.image, 5, 30, 30, random);
   if (random.chance(augment_.flip_lr)) flip_horizontal_in_place(out);
   if (random.chance(augment_.flip_ud)) flip_vertical_in_place(out);

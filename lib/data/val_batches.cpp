@@ -52,12 +52,19 @@ ValSample letterbox_for_validation(const DetectionDataset& dataset, std::size_t 
 
 ValSample stretch_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape) {
   const ImageRecord& record = dataset.record(index);
-  const Sample resized = dataset.load_resized(index);
   ValSample out;
-  out.sample = stretch_to(resized, shape);
+  // As LibreYOLO's RT-DETR validation: its val dataset resizes the long side to imgsz (sides
+  // truncated, bilinear), then its preprocessor stretches that; training and predict stretch the
+  // original image.
+  Sample image = dataset.load_original(index);
+  const double ratio = std::min(static_cast<double>(dataset.image_size()) / image.image.rows,
+                                static_cast<double>(dataset.image_size()) / image.image.cols);
+  const cv::Size fitted(static_cast<int>(image.image.cols * ratio), static_cast<int>(image.image.rows * ratio));
+  out.sample = stretch_to(stretch_to(image, fitted), shape);
   out.original = cv::Size(record.width, record.height);
   out.gain = static_cast<double>(shape.width) / record.width;
   out.gain_y = static_cast<double>(shape.height) / record.height;
+  out.clip = false;  // LibreYOLO's DETR postprocess keeps boxes that reach past the image
   return out;
 }
 
@@ -82,7 +89,8 @@ ValSample fit_for_validation(const DetectionDataset& dataset, std::size_t index,
 
 PixelBox to_original_pixels(const PixelBox& box, const ValSample& sample) {
   const auto map = [&](float value, double pad, double gain, int limit) {
-    return static_cast<float>(std::clamp((value - pad) / gain, 0.0, static_cast<double>(limit)));
+    const double back = (value - pad) / gain;
+    return static_cast<float>(sample.clip ? std::clamp(back, 0.0, static_cast<double>(limit)) : back);
   };
   const int w = sample.original.width, h = sample.original.height;
   return {box.cls, map(box.x1, sample.pad.x, sample.gain, w), map(box.y1, sample.pad.y, sample.gain_y, h),

@@ -26,11 +26,13 @@ struct ValSample {
   double gain = 1;          // letterboxed pixels per original pixel (horizontally, when stretched)
   double gain_y = 1;        // vertically: `gain` unless stretched
   cv::Point2d pad;          // left/top padding in letterboxed pixels
+  bool clip = true;         // boxes back to original pixels are clipped to the image (not the DETRs', as LibreYOLO)
 };
 
 ValSample letterbox_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape);
 
-// The image stretched to `shape` (bilinear, aspect not kept, no border), as the DETRs validate.
+// The image, its long side resized to imgsz, stretched to `shape` (bilinear, aspect not kept, no
+// border), as LibreYOLO's DETRs validate.
 ValSample stretch_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape);
 
 // The plan of validation batches for a fit: rectangular letterbox batches, or every batch
@@ -39,7 +41,7 @@ RectBatchPlan plan_validation_batches(const std::vector<ImageRecord>& records, i
                                       InputFit fit);
 ValSample fit_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape, InputFit fit);
 
-// Letterboxed- or stretched-image box -> original-image pixels (clipped to the image).
+// Letterboxed- or stretched-image box -> original-image pixels (clipped to the image, where `clip`).
 PixelBox to_original_pixels(const PixelBox& box, const ValSample& sample);
 
 }  // namespace libreyolo::data

@@ -1,9 +1,10 @@
 # It learns: MODEL from scratch over-fits coco8 (the same 8 images to train and validate on,
-# augmentation off) to mAP50 >= 0.5.   overfit_coco8.sh MODEL IMGSZ EPOCHS
-# (yolo9-t: 150 epochs; yolox-s: 300, it learns more slowly, in the reference too)
+# augmentation off) to mAP50 >= 0.5.   overfit_coco8.sh MODEL IMGSZ EPOCHS [KEY=VALUE...]
+# (yolo9-t: 150 epochs; yolox-s: 300, it learns more slowly, in the reference too; rtdetr-r18:
+# 100 epochs at lr0 = lr_backbone = 5e-4, its recipe's 1e-4 and 5e-6 being for a pretrained backbone)
 # Skips (77) when ../shared/datasets/coco8 is absent.
 . "$(dirname "$0")/../cli/lib.sh"
-model=$1; imgsz=$2; epochs=$3
+model=$1; imgsz=$2; epochs=$3; shift 3
 coco8="${LIBREYOLO_DATASETS:-$LIBREYOLO_SOURCE_ROOT/../shared/datasets}/coco8"
 [ -d "$coco8/images" ] || { echo "skipped: $coco8 not found"; exit 77; }
 {
@@ -16,7 +17,7 @@ grep -q "^names:" coco8_overfit.yaml || { echo "no class names for coco8"; exit 
 start=$(date +%s)
 expect_exit 0 train model="$model" data=coco8_overfit.yaml imgsz="$imgsz" batch=2 epochs="$epochs" \
   mosaic=0 mixup=0 hsv_prob=0 flip_prob=0 degrees=0 translate=0 shear=0 mosaic_scale="(1,1)" \
-  warmup_epochs=2 no_aug_epochs=0 eval_interval=10 workers=2 project=runs name=overfit quiet=true --json
+  warmup_epochs=2 no_aug_epochs=0 eval_interval=10 patience=0 workers=2 project=runs name=overfit quiet=true "$@" --json
 seconds=$(( $(date +%s) - start ))
 map50=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["best_mAP50"])' "$WORK/out")
 echo "$model coco8 over-fit: best mAP50 $map50 in ${seconds}s"

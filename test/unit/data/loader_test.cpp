@@ -102,7 +102,7 @@ TEST_CASE("the DETR pipeline stretches each image to the square, boxes on their 
   TrainPipeline pipeline(dataset, augment, 5);
   int flipped = 0;
   for (std::size_t i = 0; i < dataset.size(); ++i) {
-    const Sample resized = dataset.load_resized(i);
+    const Sample resized = dataset.load_original(i);  // stretched from the image at its own size
     for (int epoch = 0; epoch < 4; ++epoch) {
       const Sample out = pipeline.sample(i, epoch);
       REQUIRE(out.image.size() == cv::Size(96, 96));

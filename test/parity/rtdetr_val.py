@@ -1,0 +1,153 @@
+"""RT-DETR validation against libreyolo 1.6.0, same weights in: detections and COCO mAP.
+
+    rtdetr_val.py DIR COCO8 write   LibreYOLO's RT-DETR-r18 (random weights, box heads away from
+                                    zero) saved as a LibreYOLO checkpoint, DIR/py-rtdetr-r18.pt. So that
+                                    the mAP means something, the coco8 val images get labels from
+                                    the model itself: its 3 best detections per image, jittered
+                                    (IoUs from about 0.5 to 1), in DIR/ds (images linked, not copied).
+                                    LibreYOLO then validates on DIR/ds.yaml (save_json): the expected
+                                    metrics and predictions, DIR/expected.json.
+    rtdetr_val.py DIR reference CKPT OUT   LibreYOLO's validation of CKPT (ours, written by
+                                    `libreyolo train`) on DIR/ds.yaml, into OUT: C++ writes, Python reads.
+    rtdetr_val.py DIR check EXPECTED OURS PREDICTIONS [any-map]   OURS: our `val --json` output,
+                                    PREDICTIONS our predictions.json. Same detections per image (boxes to 1e-3 px,
+                                    scores to 1e-5) and the same mAP50 and mAP50-95 (to 1e-6).
+                                    Measured: boxes within 1e-4 px, scores equal, mAP equal.
+
+Fails when torch or libreyolo cannot be imported (the shell wrapper skips, 77, only without the venv).
+"""
+import json
+import os
+import pathlib
+import sys
+
+try:
+    import torch
+    import yaml
+    from libreyolo import LibreYOLO
+    from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
+    from libreyolo.models.rtdetr.nn import RTDETRModel
+    from libreyolo.utils.serialization import wrap_libreyolo_checkpoint
+except ImportError as error:
+    print(f"FAIL: the test venv cannot import an oracle ({error}); run scripts/setup.sh")
+    sys.exit(1)
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from detr_reference import randomise_norms  # noqa: E402
+
+IMGSZ, CLASSES = 640, 80  # coco8's own size: JPEG decoding then resizes nothing
+
+
+def build():
+    cfg = RTDETR_CONFIGS["r18"]
+    return RTDETRModel(num_classes=CLASSES, backbone_depth=cfg["backbone_depth"], backbone_freeze_at=-1,
+                       backbone_freeze_norm=False, backbone_pretrained=False, hidden_dim=cfg["encoder_hidden_dim"],
+                       dim_feedforward=cfg["encoder_dim_feedforward"], expansion=cfg["encoder_expansion"],
+                       decoder_hidden_dim=cfg["decoder_hidden_dim"],
+                       decoder_dim_feedforward=cfg.get("decoder_dim_feedforward", 1024),
+                       num_decoder_layers=cfg["num_decoder_layers"], eval_idx=cfg["eval_idx"], num_queries=300)
+
+
+def validate(model, data, project):
+    result = model.val(data=str(data), imgsz=IMGSZ, batch=4, save_json=True, workers=0, plots=False, verbose=False,
+                       device="cpu", project=str(project), name="v", exist_ok=True)
+    return result, json.loads((project / "v" / "predictions.json").read_text())
+
+
+def write(work, coco8):
+    generator = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    net = build()
+    randomise_norms(net, generator, box_heads=True)
+    checkpoint = wrap_libreyolo_checkpoint(net.state_dict(), model_family="rtdetr", size="r18", task="detect",
+                                           nc=CLASSES, imgsz=IMGSZ)
+    torch.save(checkpoint, work / "py-rtdetr-r18.pt")
+    names = {i: f"c{i}" for i in range(CLASSES)}
+    images = sorted((coco8 / "images" / "val").glob("*.jpg"))
+    # the model's own best detections as labels, jittered
+    plain = work / "plain.yaml"
+    plain.write_text(yaml.safe_dump({"path": str(coco8), "train": "images/val", "val": "images/val", "names": names}))
+    _, predictions = validate(LibreYOLO(str(work / "py-rtdetr-r18.pt"), device="cpu"), plain, work / "pyplain")
+    (work / "ds" / "images" / "val").mkdir(parents=True)
+    (work / "ds" / "labels" / "val").mkdir(parents=True)
+    jitter = torch.Generator().manual_seed(1)
+    for index, image in enumerate(images):
+        os.symlink(image, work / "ds" / "images" / "val" / image.name)
+        best = sorted((p for p in predictions if p["image_id"] == index), key=lambda p: -p["score"])[:3]
+        import cv2  # noqa: PLC0415 (only here: the image sizes)
+        height, width = cv2.imread(str(image)).shape[:2]
+        rows = []
+        for p in best:
+            x, y, w, h = p["bbox"]
+            shift = (torch.rand(4, generator=jitter) - 0.5) * 0.3
+            x, y = x + shift[0].item() * w, y + shift[1].item() * h
+            w, h = w * (1 + shift[2].item()), h * (1 + shift[3].item())
+            cx, cy = min(max((x + w / 2) / width, 0), 1), min(max((y + h / 2) / height, 0), 1)
+            rows.append(f"{p['category_id']} {cx:.6f} {cy:.6f} {min(w / width, 1):.6f} {min(h / height, 1):.6f}")
+        (work / "ds" / "labels" / "val" / (image.stem + ".txt")).write_text("\n".join(rows) + "\n")
+    data = work / "ds.yaml"
+    data.write_text(yaml.safe_dump({"path": str(work / "ds"), "train": "images/val", "val": "images/val", "names": names}))
+    reference(work, work / "py-rtdetr-r18.pt", work / "expected.json")
+
+
+def reference(work, checkpoint, out):
+    """LibreYOLO's validation of `checkpoint` on DIR/ds.yaml: its mAP and predictions, into `out`."""
+    model = LibreYOLO(str(checkpoint), device="cpu")
+    result, predictions = validate(model, work / "ds.yaml", work / ("py-" + out.stem))
+    stems = [image.stem for image in sorted((work / "ds" / "images" / "val").glob("*.jpg"))]
+    expected = {"mAP50": result["metrics/mAP50"], "mAP50-95": result["metrics/mAP50-95"],
+                "predictions": [dict(p, stem=stems[p["image_id"]]) for p in predictions]}
+    out.write_text(json.dumps(expected))
+    print(f"reference: mAP50 {expected['mAP50']:.4f}, mAP50-95 {expected['mAP50-95']:.4f}, "
+          f"{len(predictions)} detections")
+
+
+def check(expected_path, ours_path, predictions_path, informative):
+    expected = json.loads(pathlib.Path(expected_path).read_text())
+    ours = json.loads(pathlib.Path(ours_path).read_text())
+    predictions = json.loads(pathlib.Path(predictions_path).read_text())
+    failures = []
+    for key in ("mAP50", "mAP50-95"):
+        if abs(ours[f"metrics/{key}"] - expected[key]) > 1e-6:
+            failures.append(f"{key}: ours {ours[f'metrics/{key}']:.6f}, libreyolo {expected[key]:.6f}")
+    if informative and not expected["mAP50"] > 0.3:
+        failures.append(f"the fixture's mAP50 is {expected['mAP50']}: too low to tell anything")
+    # image ids differ by convention (LibreYOLO: the index; ours: the numeric stem): compare per stem
+    stems = sorted({p["stem"] for p in expected["predictions"]})
+    for stem in stems:
+        theirs = sorted((p for p in expected["predictions"] if p["stem"] == stem), key=lambda p: -p["score"])
+        mine = sorted((p for p in predictions if p["image_id"] == int(stem)), key=lambda p: -p["score"])
+        if len(theirs) != len(mine):
+            failures.append(f"{stem}: {len(mine)} detections, libreyolo {len(theirs)}")
+            continue
+        # near-equal scores may come in either order: pair each of theirs with the nearest unpaired
+        # detection of ours of its class and (to 1e-5) its score
+        free = list(mine)
+        worst_box = worst_score = 0.0
+        for p in theirs:
+            candidates = [q for q in free if q["category_id"] == p["category_id"] and abs(q["score"] - p["score"]) <= 1e-5]
+            if not candidates:
+                failures.append(f"{stem}: no detection of ours for class {p['category_id']} score {p['score']:.6f}")
+                break
+            q = min(candidates, key=lambda q: max(abs(a - b) for a, b in zip(p["bbox"], q["bbox"])))
+            free.remove(q)
+            worst_box = max(worst_box, max(abs(a - b) for a, b in zip(p["bbox"], q["bbox"])))
+            worst_score = max(worst_score, abs(p["score"] - q["score"]))
+        print(f"{stem}: {len(mine)} detections, largest box difference {worst_box:.2e} px, score {worst_score:.2e}")
+        if worst_box > 1e-3:
+            failures.append(f"{stem}: boxes differ by {worst_box:.2e} px")
+    print(f"mAP50 ours {ours['metrics/mAP50']:.6f} libreyolo {expected['mAP50']:.6f}; "
+          f"mAP50-95 ours {ours['metrics/mAP50-95']:.6f} libreyolo {expected['mAP50-95']:.6f}")
+    for failure in failures:
+        print("FAIL:", failure)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    directory = pathlib.Path(sys.argv[1])
+    if sys.argv[2] == "check":  # check EXPECTED OURS_JSON OURS_PREDICTIONS [any-map]
+        check(sys.argv[3], sys.argv[4], sys.argv[5], informative=len(sys.argv) < 7)
+    elif sys.argv[2] == "reference":  # reference CHECKPOINT OUT
+        reference(directory, pathlib.Path(sys.argv[3]), pathlib.Path(sys.argv[4]))
+    else:
+        write(directory, pathlib.Path(sys.argv[2]))
