@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/logger.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 #include <torch/nn/module.h>
 
@@ -38,11 +39,15 @@ void GradientSync::on_train_start(const train::RunInfo& info, const train::Train
   buckets_ = buckets.size();
   log::info("Gradient sync: {} tensors in {} buckets, {:.1f} MB all-reduced per optimizer step ({} processes)",
             parameters.size(), buckets_, static_cast<double>(gradient_bytes_) / 1e6, group_.world_size());
-  reducer_ = std::make_unique<c10d::Reducer>(parameters, buckets, group_.handle(), sparse, bucket_bytes_,
-                                             /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/false,
+  find_unused_ = info.may_leave_parameters_unused;
+  reducer_ = std::make_shared<c10d::Reducer>(parameters, buckets, group_.handle(), sparse, bucket_bytes_,
+                                             /*find_unused_parameters=*/find_unused_, /*gradient_as_bucket_view=*/false,
                                              std::unordered_map<std::size_t, std::string>{}, first_bucket_bytes_,
                                              /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,
                                              std::vector<std::int64_t>(limits.begin(), limits.end()));
+  // the reducer's logger (DistributedDataParallel sets one): searching for unused parameters records there
+  logger_ = std::make_shared<c10d::Logger>(reducer_);
+  reducer_->set_logger(logger_);
 }
 
 void GradientSync::on_step_start(const train::TrainState& state) {
@@ -53,7 +58,13 @@ void GradientSync::on_phase_start(train::Phase phase) {
   if (!reducer_) return;
   if (phase == train::Phase::forward) reducer_->prepare_for_forward();
   // Armed only on a window's last micro-step: the others keep their gradients local (no_sync).
-  if (phase == train::Phase::backward && sync_step_) reducer_->prepare_for_backward({});
+  if (phase == train::Phase::backward && sync_step_ && !find_unused_) reducer_->prepare_for_backward({});
+}
+
+// With parameters that may go unused, the reducer walks the loss's graph to find them (as
+// DistributedDataParallel's find_unused_parameters): marked ready, their gradients all-reduced as zeros.
+void GradientSync::before_backward(const at::Tensor& loss) {
+  if (reducer_ && find_unused_ && sync_step_) reducer_->prepare_for_backward({loss});
 }
 
 void GradientSync::on_train_end(const train::TrainState&, nlohmann::ordered_json& result) {

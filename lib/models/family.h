@@ -98,6 +98,9 @@ class Family {
   // How an image becomes the network input: letterboxed, or stretched to the square (the DETRs').
   virtual data::InputFit input_fit() const { return data::InputFit::letterbox; }
   virtual GraphRegion graph_region() const { return GraphRegion::network; }
+  // Whether a training step may leave some parameters without a gradient (RT-DETR's denoising
+  // embedding on a batch without targets), which a data-parallel reducer must then look for.
+  virtual bool may_leave_parameters_unused() const { return false; }
   // The family's own optimizer groups, from the resolved options; empty: the YOLO recipes' (BatchNorm
   // weights, decayed weights, biases: train::parameter_groups).
   virtual ParameterRules parameter_rules(const config::Config& config) const { (void)config; return {}; }

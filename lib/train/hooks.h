@@ -36,6 +36,9 @@ struct RunInfo {
   std::filesystem::path run_dir;
   // The trained network, for hooks that work on its parameters or gradients (a gradient reducer).
   torch::nn::Module* model = nullptr;
+  // Some parameters may get no gradient in a step (RT-DETR's denoising embedding on a batch without
+  // targets): a gradient reducer then finds them from the loss (before_backward).
+  bool may_leave_parameters_unused = false;
 };
 
 // The timed parts of one micro-step, in order.
@@ -62,6 +65,7 @@ class TrainHook {
   virtual void on_step_start(const TrainState&) {}            // a batch is in hand, before to_device
   virtual void on_phase_start(Phase) {}
   virtual void on_phase_end(Phase) {}
+  virtual void before_backward(const at::Tensor& /*loss*/) {}  // the scaled loss of a micro-step, in phase backward (eager steps)
   virtual void after_backward(const TrainState&) {}         // a whole accumulation window's gradients are ready
   virtual void before_optimizer_step(const TrainState&) {}  // before unscale, clipping and the update (eager, graphed or not)
   virtual void on_step_end(const TrainState&) {}            // after every micro-step (loader batch)
@@ -80,6 +84,7 @@ class HookList {
   void before_fetch() { for (auto& h : hooks_) h->before_fetch(); }
   void after_fetch(bool got_batch) { for (auto& h : hooks_) h->after_fetch(got_batch); }
   void on_step_start(const TrainState& s) { for (auto& h : hooks_) h->on_step_start(s); }
+  void before_backward(const at::Tensor& loss) { for (auto& h : hooks_) h->before_backward(loss); }
   void after_backward(const TrainState& s) { for (auto& h : hooks_) h->after_backward(s); }
   void before_optimizer_step(const TrainState& s) { for (auto& h : hooks_) h->before_optimizer_step(s); }
   void on_step_end(const TrainState& s) { for (auto& h : hooks_) h->on_step_end(s); }

@@ -68,7 +68,9 @@ models::LossTerms EagerStepRunner::eager(const at::Tensor& input, const models::
   }
   {
     const auto phase = hooks_.phase(Phase::backward);
-    training_.scaler->scale(terms.total / loss_divisor).backward();
+    const at::Tensor scaled = training_.scaler->scale(terms.total / loss_divisor);
+    hooks_.before_backward(scaled);
+    scaled.backward();
   }
   return terms;
 }

@@ -383,7 +383,8 @@ class Trainer {
   TrainOutcome run() {
     hooks_.on_train_start({.device = t_.device, .model_name = t_.model().display_name, .batch = t_.batch_size,
                            .image_size = t_.image_size, .autocast = t_.autocast, .amp_dtype = config_.get_text("amp_dtype"),
-                           .cpu_bf16_speedup = t_.cpu_bf16_speedup, .workers = t_.workers, .run_dir = run_dir_, .model = t_.model().module.get()},
+                           .cpu_bf16_speedup = t_.cpu_bf16_speedup, .workers = t_.workers, .run_dir = run_dir_, .model = t_.model().module.get(),
+                           .may_leave_parameters_unused = t_.family->may_leave_parameters_unused()},
                           state_);
     record_.status("running", state_.start_epoch, -1);
     try {

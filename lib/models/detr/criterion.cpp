@@ -138,7 +138,7 @@ LossTerms detr_loss(const DetrOutputs& outputs, const DetrTargets& targets, cons
     add(result.total, value);
     add(name.starts_with("loss_vfl") ? vfl : name.starts_with("loss_bbox") ? l1 : giou, value);
   }
-  result.parts = {{"vfl_loss", vfl.detach()}, {"l1_loss", l1.detach()}, {"giou_loss", giou.detach()}};
+  result.parts = {{"vfl_loss", vfl.detach()}, {"bbox_loss", l1.detach()}, {"giou_loss", giou.detach()}};
   return result;
 }
 

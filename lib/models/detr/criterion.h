@@ -50,7 +50,7 @@ std::vector<std::pair<std::string, at::Tensor>> detr_loss_terms(const DetrOutput
                                                                 const CriterionOptions& options,
                                                                 const GlobalNormaliser& normaliser = {});
 
-// The total, and its parts summed over the levels as vfl_loss, l1_loss and giou_loss (what the
+// The total, and its parts summed over the levels as vfl_loss, bbox_loss (L1) and giou_loss (what the
 // progress bar and results.csv show).
 LossTerms detr_loss(const DetrOutputs& outputs, const DetrTargets& targets, const CriterionOptions& options,
                     const GlobalNormaliser& normaliser = {});

@@ -132,11 +132,12 @@ class RtdetrFamily final : public Family {
   }
   data::InputFit input_fit() const override { return data::InputFit::stretch; }
   GraphRegion graph_region() const override { return GraphRegion::backbone_encoder; }
+  bool may_leave_parameters_unused() const override { return true; }  // denoising_class_embed without targets
   ParameterRules parameter_rules(const config::Config& config) const override {
     const double lr0 = config.get_real("lr0"), backbone = config.get_real("lr_backbone");
     return rtdetr_parameter_rules(backbone > 0 && lr0 > 0 ? backbone / lr0 : 1.0);
   }
-  std::vector<std::string> loss_names() const override { return {"vfl_loss", "l1_loss", "giou_loss"}; }
+  std::vector<std::string> loss_names() const override { return {"vfl_loss", "bbox_loss", "giou_loss"}; }  // LibreYOLO's
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override {
     return std::make_unique<RtdetrLoss>(gains.classes, gains.global_normaliser);
   }
