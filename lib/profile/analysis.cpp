@@ -566,6 +566,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   j["window"] = {{"wall_ms", rounded(wall_ms, 3)}, {"real_steps", steps}, {"ops_steps", op_steps},
                  {"ops_window", summary && summary->ops_in_synced_half ? "synced" : "real"}};
   j["composition_ms"] = summary ? summary_to_json(*summary)["composition_ms"] : nlohmann::ordered_json(nullptr);
+  j["parts_ms"] = summary ? summary_to_json(*summary)["parts_ms"] : nlohmann::ordered_json(nullptr);
   j["distributed"] = communication.json;
 
   // `profile get` names (metric <- profile.json key), in LibreYOLO's order

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <string>
 
 namespace libreyolo::profile {
@@ -107,6 +108,15 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
       phases += fmt::format("{}{} {:.1f}ms", phases.empty() ? "" : " · ", phase, ms.is_number() ? ms.get<double>() : 0.0);
     }
     line("  per-phase wall (synced): " + phases);
+  }
+  if (p.contains("parts_ms") && p["parts_ms"].is_object() && !p["parts_ms"].empty()) {
+    std::map<std::string, std::string> within;  // phase -> "part 1.0ms · ..."
+    for (const auto& [name, ms] : p["parts_ms"].items()) {
+      const auto slash = name.find('/');
+      std::string& text = within[name.substr(0, slash)];
+      text += fmt::format("{}{} {:.1f}ms", text.empty() ? "" : " · ", name.substr(slash + 1), ms.is_number() ? ms.get<double>() : 0.0);
+    }
+    for (const auto& [phase, text] : within) line(fmt::format("    within {}: {}", phase, text));
   }
   if (!timeline_path.empty()) line(fmt::format("  timeline:  {}      raw trace: {}  (load in Perfetto/Nsight if you want)", timeline_path, trace_path));
   line(rule);

@@ -40,9 +40,11 @@ StepProfiler::StepProfiler(ProfilerOptions options) : options_(std::move(options
   tid_ = current_thread_id();
   log::info("Profiler: {} warmup steps, then {} measured ({} unsynchronised, {} synchronised)", options_.warmup,
             options_.steps, half_, options_.steps - half_);
+  set_step_part_listener(this);
 }
 
 StepProfiler::~StepProfiler() {
+  if (step_part_listener() == this) set_step_part_listener(nullptr);
   if (kernels_) kernels_->stop();
   if (cpu_ops_) cpu_ops_->stop();
 }
@@ -89,8 +91,26 @@ void StepProfiler::after_fetch(bool got_batch) {
   if (!synced_half()) dataload_us_ += end - fetch_start_us_;
 }
 
+void StepProfiler::part_start(const char* name) {
+  if (!active()) return;
+  if (synced_half()) synchronize();
+  open_parts_.emplace_back(fmt::format("{}/{}", current_phase_ ? current_phase_ : "unphased", name), now_us());
+}
+
+void StepProfiler::part_end(const char*) {
+  if (open_parts_.empty()) return;  // opened before the window
+  const bool synced = synced_half();
+  if (synced) synchronize();
+  const double end = now_us();
+  const auto [name, start] = open_parts_.back();
+  open_parts_.pop_back();
+  add_span("step/" + name, start, end);
+  if (synced) synced_us_[name] += end - start;
+}
+
 StepProfiler::Phase::Phase(StepProfiler* profiler, const char* name) : profiler_(profiler), name_(name) {
   if (!profiler_) return;
+  profiler_->current_phase_ = name;
   if (profiler_->synced_half()) profiler_->synchronize();
   start_us_ = now_us();
 }
@@ -102,6 +122,7 @@ StepProfiler::Phase::~Phase() {
   const double end = now_us();
   profiler_->add_span(std::string("step/") + name_, start_us_, end);
   if (synced) profiler_->synced_us_[name_] += end - start_us_;
+  profiler_->current_phase_ = nullptr;
 }
 
 bool StepProfiler::end_step() {

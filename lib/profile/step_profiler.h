@@ -5,6 +5,8 @@
 // training goes on unless the caller stops it.
 #pragma once
 
+#include "core/step_part.h"
+
 #include "profile/cpu_op_collector.h"
 #include "profile/kernel_collector.h"
 #include "profile/summary.h"
@@ -43,10 +45,12 @@ struct ProfileResult {
   double images_per_second = 0;
 };
 
-class StepProfiler {
+// Also the step-part listener of the thread that builds it (core/step_part.h): parts a family
+// marks are timed as phases "<phase>/<part>" inside the phase they run in.
+class StepProfiler final : public StepPartListener {
  public:
   explicit StepProfiler(ProfilerOptions options);
-  ~StepProfiler();
+  ~StepProfiler() override;
   StepProfiler(const StepProfiler&) = delete;
   StepProfiler& operator=(const StepProfiler&) = delete;
 
@@ -74,6 +78,9 @@ class StepProfiler {
   bool end_step();
 
   bool finished() const { return finished_; }
+
+  void part_start(const char* name) override;
+  void part_end(const char* name) override;
   const std::optional<ProfileResult>& result() const { return result_; }
   const ProfilerOptions& options() const { return options_; }
 
@@ -96,6 +103,8 @@ class StepProfiler {
   double real_step_us_ = 0;
   double dataload_us_ = 0;
   std::map<std::string, double> synced_us_;
+  const char* current_phase_ = nullptr;         // the open phase (parts are named within it)
+  std::vector<std::pair<std::string, double>> open_parts_;  // "<phase>/<part>" and start
   std::vector<Event> spans_;
   std::unique_ptr<CpuOpCollector> cpu_ops_;
   std::unique_ptr<KernelCollector> kernels_;

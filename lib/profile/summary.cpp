@@ -51,6 +51,12 @@ nlohmann::ordered_json summary_to_json(const StepSummary& s) {
                {"dataload_frac", rounded(s.dataload_fraction(), 3)}};
   j["composition_ms"] = composition;
   j["composition_total_ms"] = total > 0 ? rounded(total, 3) : 1.0;
+  // the parts a family marks inside a phase ("forward/matcher"), already counted in their phase
+  nlohmann::ordered_json parts = nlohmann::ordered_json::object();
+  for (const auto& [name, ms] : s.composition_ms) {
+    if (name.find('/') != std::string::npos) parts[name] = rounded(ms, 3);
+  }
+  j["parts_ms"] = parts;
   j["device_kind"] = s.device_kind;
   j["gpu_trace"] = {{"available", s.kernels_measured},
                     {"reason", s.kernels_measured ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.trace_missing_reason)}};
@@ -109,9 +115,10 @@ StepSummary summary_from_json(const nlohmann::json& j, const std::string& source
   const auto& real = need(j, "real");
   s.step_ms = measured(need(real, "step_ms"), "step_ms");
   s.dataload_ms = measured(need(real, "dataload_ms"), "dataload_ms");
-  if (j.contains("composition_ms") && j["composition_ms"].is_object()) {
-    for (const auto& [phase, ms] : j["composition_ms"].items()) {
-      if (ms.is_number()) s.composition_ms[phase] = measured(ms, "composition_ms." + phase);
+  for (const char* key : {"composition_ms", "parts_ms"}) {
+    if (!j.contains(key) || !j[key].is_object()) continue;
+    for (const auto& [phase, ms] : j[key].items()) {
+      if (ms.is_number()) s.composition_ms[phase] = measured(ms, std::string(key) + "." + phase);
     }
   }
   // A LibreYOLO (Python) summary has no device_kind: its meta.device tells.

@@ -64,9 +64,9 @@ int phases_command(const nlohmann::ordered_json& p, bool json) {
     fmt::print("{}\n", p["phases"].dump(2));
     return 0;
   }
-  fmt::print("{:<14}{:>10}{:>10}{:>10}{:>10}\n", "phase", "gpu_ms", "wall_ms", "kernels", "ops");
+  fmt::print("{:<20}{:>10}{:>10}{:>10}{:>10}\n", "phase", "gpu_ms", "wall_ms", "kernels", "ops");
   for (const auto& r : p["phases"]) {
-    fmt::print("{:<14}{:>10}{:>10}{:>10}{:>10}\n", r.value("phase", ""), cell(r["gpu_ms_per_step"], 3), cell(r["wall_ms_per_step"], 3),
+    fmt::print("{:<20}{:>10}{:>10}{:>10}{:>10}\n", r.value("phase", ""), cell(r["gpu_ms_per_step"], 3), cell(r["wall_ms_per_step"], 3),
                cell(r["kernels_per_step"], 0), cell(r["ops_per_step"], 0));
   }
   return 0;

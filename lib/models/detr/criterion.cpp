@@ -1,5 +1,7 @@
 #include "models/detr/criterion.h"
 
+#include "core/step_part.h"
+
 #include "core/error.h"
 #include "models/box_ops.h"
 
@@ -115,7 +117,10 @@ std::vector<std::pair<std::string, at::Tensor>> detr_loss_terms(const DetrOutput
   std::vector<std::pair<std::string, at::Tensor>> terms;
   for (std::size_t i = 0; i < matched_levels.size(); ++i) {
     const auto& level = matched_levels[i];
-    const Matched matched = from_assignments(match(level.logits, level.boxes, targets, options.match), targets.counts);
+    const Matched matched = [&] {
+      const StepPart part("matcher");  // a named phase in the profiler
+      return from_assignments(match(level.logits, level.boxes, targets, options.match), targets.counts);
+    }();
     add_level(terms, level, targets, matched, boxes, options, i == 0 ? "" : fmt::format("_aux_{}", i - 1));
   }
   if (!outputs.denoising.empty()) {

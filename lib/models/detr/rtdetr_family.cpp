@@ -1,6 +1,7 @@
 #include "models/detr/rtdetr_family.h"
 
 #include "core/error.h"
+#include "core/step_part.h"
 #include "models/detr/denoising.h"
 #include "models/detr/postprocess.h"
 #include "models/detr/rtdetr_model.h"
@@ -72,6 +73,7 @@ class RtdetrLoss final : public TrainingLoss {
  public:
   RtdetrLoss(std::int64_t classes, const GlobalNormaliser& normaliser) : normaliser_(normaliser) { options_.classes = classes; }
   LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
+    const StepPart part("loss");  // a named phase in the profiler (its matcher's included)
     const PackedOutputs packed = unpack_outputs(maps);
     return detr_loss(packed.outputs, detr_targets(targets, packed.width, packed.height), options_, normaliser_);
   }
@@ -97,14 +99,16 @@ class RtdetrFamily final : public Family {
     };
     model.forward_raw = [net](const at::Tensor& x) mutable { return pack_outputs(net->forward(x), x.size(3), x.size(2)); };
     model.forward_train = [net, class_count](const at::Tensor& x, const TargetBatch& targets) mutable {
-      const DetrTargets detr = detr_targets(targets, x.size(3), x.size(2));
-      const DenoisingOptions options{.classes = class_count, .queries = kQueries};
-      const auto [count, groups] = denoising_shape(detr.counts, options);
-      (void)groups;
-      // the run's seeded generator: its state is what a checkpoint saves and a resumed run restores
-      const DenoisingNoise noise =
-          draw_denoising_noise(static_cast<std::int64_t>(detr.counts.size()), count, class_count, at::detail::getDefaultCPUGenerator());
-      const DenoisingQueries queries = make_denoising_queries(detr, options, noise);
+      const DenoisingQueries queries = [&] {
+        const StepPart part("denoising");  // a named phase in the profiler
+        const DetrTargets detr = detr_targets(targets, x.size(3), x.size(2));
+        const DenoisingOptions options{.classes = class_count, .queries = kQueries};
+        const std::int64_t count = denoising_shape(detr.counts, options).first;
+        // the run's seeded generator: its state is what a checkpoint saves and a resumed run restores
+        const DenoisingNoise noise = draw_denoising_noise(static_cast<std::int64_t>(detr.counts.size()), count, class_count,
+                                                          at::detail::getDefaultCPUGenerator());
+        return make_denoising_queries(detr, options, noise);
+      }();
       return pack_outputs(net->forward(x, &queries), x.size(3), x.size(2));
     };
     model.fuse = [] {};

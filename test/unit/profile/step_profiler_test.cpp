@@ -1,3 +1,5 @@
+#include "core/step_part.h"
+#include "profile/report.h"
 #include "profile/step_profiler.h"
 
 #include <ATen/ATen.h>
@@ -5,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "catch.h"  // last: see catch.h
 
@@ -92,5 +95,49 @@ TEST_CASE("profile_trace=false: no trace, no CPU verdict drawn from it", "[profi
   const auto p = nlohmann::json::parse(in);
   CHECK(p["bound"] == "unknown");
   CHECK(p["bound_why"].get<std::string>().find("profile_trace=false") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("parts a family marks are phases nested in the step's: profile.json, summary, phases table", "[profile]") {
+  const fs::path dir = fs::temp_directory_path() / ("libreyolo_step_parts_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  {
+    const libreyolo::StepPart outside("before");  // no profiler listening yet: nothing recorded
+  }
+  StepProfiler profiler({.warmup = 1, .steps = 4, .trace = true, .quiet = true,
+                         .meta = {{"model", "test"}, {"device", "cpu"}, {"batch", 2}}, .run_dir = dir});
+  bool closed = false;
+  while (!closed) {
+    profiler.before_fetch();
+    profiler.after_fetch(true);
+    for (const char* name : {"to_device", "forward", "backward", "optimizer"}) {
+      const auto phase = scoped_phase(&profiler, name);
+      if (std::string(name) == "forward") {
+        const libreyolo::StepPart loss("loss");
+        {
+          const libreyolo::StepPart matcher("matcher");  // nested: counted in both
+          (void)at::matmul(at::ones({64, 64}), at::ones({64, 64})).sum();
+        }
+        (void)at::matmul(at::ones({32, 32}), at::ones({32, 32})).sum();
+      }
+    }
+    closed = profiler.end_step();
+  }
+  std::ifstream in(dir / "profile.json");
+  const auto p = nlohmann::ordered_json::parse(in);
+  REQUIRE(p["parts_ms"].is_object());
+  CHECK(p["parts_ms"].size() == 2);
+  const double loss = p["parts_ms"]["forward/loss"].get<double>(), matcher = p["parts_ms"]["forward/matcher"].get<double>();
+  CHECK(matcher > 0);
+  CHECK(loss >= matcher);
+  CHECK(p["composition_ms"]["forward"].get<double>() >= loss);
+  CHECK_FALSE(p["composition_ms"].contains("forward/loss"));  // the four phases still add up to the step
+  std::set<std::string> phases;
+  for (const auto& row : p["phases"]) phases.insert(row.value("phase", ""));
+  CHECK(phases.count("forward/matcher") == 1);
+  CHECK(phases.count("forward/loss") == 1);
+  CHECK_FALSE(phases.count("unphased/before"));
+  const std::string text = libreyolo::profile::format_report(p, "", "");
+  CHECK(text.find("within forward: loss") != std::string::npos);
   fs::remove_all(dir);
 }
