@@ -52,6 +52,11 @@ TrainingData load_training_data(const config::Config& config, Recipe recipe) {
   const int workers = static_cast<int>(config.get_int("workers"));
   ScanResult scan = scan_split(data.spec, "train", workers);
   const AugmentConfig augment = AugmentConfig::from_config(config, recipe);
+  if (recipe == Recipe::detr && (augment.mosaic > 0 || augment.mixup > 0 || augment.degrees > 0 || augment.shear > 0 ||
+                                 augment.perspective > 0)) {
+    log::info("mosaic, mixup, degrees, shear and perspective are ignored: the DETR pipeline (LibreYOLO's RT-DETR "
+              "transform) has HSV jitter, flips and the stretch only");
+  }
   data.dataset = std::make_unique<DetectionDataset>(std::move(scan.images), data.spec.class_count(), augment.image_size,
                                                     parse_cache_mode(config.get_text("cache")));
   data.pipeline = std::make_unique<TrainPipeline>(*data.dataset, augment, static_cast<std::uint64_t>(config.get_int("seed")));

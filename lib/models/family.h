@@ -97,6 +97,9 @@ class Family {
   }
   // How an image becomes the network input: letterboxed, or stretched to the square (the DETRs').
   virtual data::InputFit input_fit() const { return data::InputFit::letterbox; }
+  // The confidence validation keeps detections above, where conf= is not given: 0.001 for the
+  // YOLO heads; 0 for a DETR, whose top-k detections COCO ranks as they are (LibreYOLO's COCO_TOPK).
+  virtual double validation_confidence() const { return 0.001; }
   virtual GraphRegion graph_region() const { return GraphRegion::network; }
   // Whether a training step may leave some parameters without a gradient (RT-DETR's denoising
   // embedding on a batch without targets), which a data-parallel reducer must then look for.

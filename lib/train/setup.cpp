@@ -474,7 +474,7 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   if (t->val_dataset) {
     t->validator = std::make_unique<eval::Validator>(
         *t->val_dataset, eval::ValidatorOptions{.family = t->family, .batch_size = t->global_batch, .image_size = t->image_size,
-                                                .confidence = 0.001, .iou = 0.65,
+                                                .confidence = t->family->validation_confidence(), .iou = 0.65,
                                                 .max_detections = static_cast<int>(config.get_int("max_det")),
                                                 .coco_max_detections = config.is_none("eval_max_det") ? 100 : static_cast<int>(config.get_int("eval_max_det")),
                                                 .workers = std::max(1, t->workers), .device = t->device});

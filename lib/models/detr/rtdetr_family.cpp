@@ -135,6 +135,7 @@ class RtdetrFamily final : public Family {
     return top_detections(maps.at(0).to(at::kFloat), maps.at(1).to(at::kFloat), sizes, confidence, max_detections);
   }
   data::InputFit input_fit() const override { return data::InputFit::stretch; }
+  double validation_confidence() const override { return 0.0; }
   GraphRegion graph_region() const override { return GraphRegion::backbone_encoder; }
   bool may_leave_parameters_unused() const override { return true; }  // denoising_class_embed without targets
   ParameterRules parameter_rules(const config::Config& config) const override {
