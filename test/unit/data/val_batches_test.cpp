@@ -8,6 +8,27 @@ using namespace libreyolo::data;
 using namespace test_images;
 namespace fs = std::filesystem;
 
+namespace {
+
+// A 500 x 300 image under `root` with one white box, (100, 60) to (220, 150), and its label.
+std::vector<ImageRecord> one_box_image(const fs::path& root) {
+  cv::Mat image(300, 500, CV_8UC3, cv::Scalar(0, 0, 0));
+  cv::rectangle(image, cv::Rect(100, 60, 120, 90), cv::Scalar(255, 255, 255), cv::FILLED);
+  write_bytes(root / "images" / "a.jpg", encode_image(image, ".jpg", 95));
+  write_text(root / "labels" / "a.txt", "0 0.32 0.35 0.24 0.3\n");
+  return scan_images({root / "images" / "a.jpg"}, 1, {.threads = 1, .use_cache = false}).images;
+}
+
+// The box mapped back to original pixels is one_box_image's.
+void check_original_box(const PixelBox& back) {
+  CHECK(back.x1 == Approx(100).margin(0.5));
+  CHECK(back.y1 == Approx(60).margin(0.5));
+  CHECK(back.x2 == Approx(220).margin(0.5));
+  CHECK(back.y2 == Approx(150).margin(0.5));
+}
+
+}  // namespace
+
 TEST_CASE("rect batches: sorted by aspect ratio, one stride-multiple shape per batch", "[val_batches]") {
   std::vector<ImageRecord> records;
   for (const auto& [w, h] : std::vector<std::pair<int, int>>{{640, 480}, {480, 640}, {640, 640}, {640, 360}, {300, 600}, {640, 426}}) {
@@ -35,33 +56,20 @@ TEST_CASE("rect batches: sorted by aspect ratio, one stride-multiple shape per b
 
 TEST_CASE("validation letterbox keeps ratio and maps boxes back to original pixels", "[val_batches]") {
   const auto root = fresh_folder("valbox");
-  cv::Mat image(300, 500, CV_8UC3, cv::Scalar(0, 0, 0));
-  cv::rectangle(image, cv::Rect(100, 60, 120, 90), cv::Scalar(255, 255, 255), cv::FILLED);
-  write_bytes(root / "images" / "a.jpg", encode_image(image, ".jpg", 95));
-  write_text(root / "labels" / "a.txt", "0 0.32 0.35 0.24 0.3\n");
-  auto scan = scan_images({root / "images" / "a.jpg"}, 1, {.threads = 1, .use_cache = false});
-  DetectionDataset dataset(scan.images, 1, 320, CacheMode::none);
+  DetectionDataset dataset(one_box_image(root), 1, 320, CacheMode::none);
   const auto plan = plan_rect_batches({dataset.record(0)}, 1, 320);
   const ValSample sample = letterbox_for_validation(dataset, 0, plan.shapes[0]);
   CHECK(sample.sample.image.size() == plan.shapes[0]);
   CHECK(sample.original == cv::Size(500, 300));
   CHECK(sample.gain == Approx(320.0 / 500.0));
   const PixelBox back = to_original_pixels(sample.sample.boxes[0], sample);
-  CHECK(back.x1 == Approx(100).margin(0.5));
-  CHECK(back.y1 == Approx(60).margin(0.5));
-  CHECK(back.x2 == Approx(220).margin(0.5));
-  CHECK(back.y2 == Approx(150).margin(0.5));
+  check_original_box(back);
   fs::remove_all(root);
 }
 
 TEST_CASE("validation stretch: every batch the square, boxes back per axis", "[val_batches]") {
   const auto root = fresh_folder("valstretch");
-  cv::Mat image(300, 500, CV_8UC3, cv::Scalar(0, 0, 0));
-  cv::rectangle(image, cv::Rect(100, 60, 120, 90), cv::Scalar(255, 255, 255), cv::FILLED);
-  write_bytes(root / "images" / "a.jpg", encode_image(image, ".jpg", 95));
-  write_text(root / "labels" / "a.txt", "0 0.32 0.35 0.24 0.3\n");
-  auto scan = scan_images({root / "images" / "a.jpg"}, 1, {.threads = 1, .use_cache = false});
-  DetectionDataset dataset(scan.images, 1, 320, CacheMode::none);
+  DetectionDataset dataset(one_box_image(root), 1, 320, CacheMode::none);
   const auto records = std::vector<ImageRecord>(3, dataset.record(0));
   const auto plan = plan_validation_batches(records, 2, 320, InputFit::stretch);
   REQUIRE(plan.batches.size() == 2);
@@ -75,9 +83,6 @@ TEST_CASE("validation stretch: every batch the square, boxes back per axis", "[v
   const PixelBox box = sample.sample.boxes.at(0);
   CHECK(box.y1 == Approx(60 * 320.0 / 300.0).margin(0.5));  // stretched: the vertical scale is its own
   const PixelBox back = to_original_pixels(box, sample);
-  CHECK(back.x1 == Approx(100).margin(0.5));
-  CHECK(back.y1 == Approx(60).margin(0.5));
-  CHECK(back.x2 == Approx(220).margin(0.5));
-  CHECK(back.y2 == Approx(150).margin(0.5));
+  check_original_box(back);
   fs::remove_all(root);
 }
