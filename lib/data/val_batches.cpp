@@ -60,7 +60,8 @@ ValSample stretch_for_validation(const DetectionDataset& dataset, std::size_t in
   const double ratio = std::min(static_cast<double>(dataset.image_size()) / image.image.rows,
                                 static_cast<double>(dataset.image_size()) / image.image.cols);
   const cv::Size fitted(static_cast<int>(image.image.cols * ratio), static_cast<int>(image.image.rows * ratio));
-  out.sample = stretch_to(stretch_to(image, fitted), shape);
+  if (fitted != image.image.size()) image = stretch_to(image, fitted);
+  out.sample = stretch_to(image, shape);
   out.original = cv::Size(record.width, record.height);
   out.gain = static_cast<double>(shape.width) / record.width;
   out.gain_y = static_cast<double>(shape.height) / record.height;

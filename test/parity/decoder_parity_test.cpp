@@ -30,22 +30,13 @@ bool run_case(const Tensors& all, const std::string& name) {
   load_state_dict(*model, with_prefix(io, "state."));
   std::vector<at::Tensor> features;
   for (int i = 0; i < 3; ++i) features.push_back(io.at(fmt::format("input{}", i)));
-  const detr::DetrTargets targets = parity::targets_of(io);
   Comparison eval, train, grads, stats;
-  model->eval();
-  {
-    torch::NoGradGuard no_grad;
-    const auto out = model->forward(features);
-    eval.add(out.last.logits, io.at("eval.logits"));
-    eval.add(out.last.boxes, io.at("eval.boxes"));
-  }
-  model->train();
   detr::DenoisingOptions denoising_options;
   denoising_options.classes = options.classes;
   denoising_options.queries = options.queries;
   denoising_options.denoising = 20;
-  const auto queries = detr::make_denoising_queries(targets, denoising_options, parity::noise_of(io));
-  const auto out = model->forward(features, &queries);
+  std::int64_t denoising_queries = 0;
+  const auto out = parity::eval_then_train(model, features, io, denoising_options, eval, &denoising_queries);
   std::size_t level_count = 0;
   const at::Tensor total = parity::compare_levels(out, io, train, level_count);
   total.backward();
@@ -55,7 +46,7 @@ bool run_case(const Tensors& all, const std::string& name) {
                   stats.worst <= 1e-6;
   fmt::print("{}: decoder, {} layers, {} queries, {} denoising queries: eval {:.2g}, {} train levels {:.2g}, {} gradients "
              "{:.2g}, statistics {:.2g} (max rel. diff); {} of {} tensors bit-identical: {}\n",
-             name, options.layers, options.queries, queries.count, eval.worst, level_count, train.worst, grads.compared,
+             name, options.layers, options.queries, denoising_queries, eval.worst, level_count, train.worst, grads.compared,
              grads.worst, stats.worst, eval.exact + train.exact + grads.exact + stats.exact,
              eval.compared + train.compared + grads.compared + stats.compared, ok ? "ok" : "MISMATCH");
   return ok;

@@ -8,6 +8,7 @@
 #include "module_parity.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
 #include <fmt/core.h>
 
 #include <string>
@@ -28,6 +29,25 @@ inline libreyolo::models::detr::DenoisingNoise noise_of(const Tensors& io) {
 
 // Compares every output level with "train.<level>.<key>" into `train` (a level the reference lacks
 // fails it) and returns the sum of each output times "weights.<level>.<key>"; `levels` counts ours.
+// eval_then_train's other half: the model's eval outputs compared into `eval`, then its training
+// outputs on the reference's targets and denoising draws (`denoising`: the options but the draws).
+template <typename Model, typename Input>
+libreyolo::models::detr::DetrOutputs eval_then_train(Model& model, const Input& input, const Tensors& io,
+                                                     const libreyolo::models::detr::DenoisingOptions& denoising,
+                                                     Comparison& eval, std::int64_t* denoising_queries = nullptr) {
+  model->eval();
+  {
+    torch::NoGradGuard no_grad;
+    const auto out = model->forward(input);
+    eval.add(out.last.logits, io.at("eval.logits"));
+    eval.add(out.last.boxes, io.at("eval.boxes"));
+  }
+  model->train();
+  const auto queries = libreyolo::models::detr::make_denoising_queries(targets_of(io), denoising, noise_of(io));
+  if (denoising_queries) *denoising_queries = queries.count;
+  return model->forward(input, &queries);
+}
+
 inline at::Tensor compare_levels(const libreyolo::models::detr::DetrOutputs& out, const Tensors& io, Comparison& train,
                                  std::size_t& levels) {
   std::vector<std::pair<std::string, const libreyolo::models::detr::DetrLevel*>> named{{"last", &out.last}};

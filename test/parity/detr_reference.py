@@ -1,5 +1,7 @@
 """What the DETR reference scripts share: the recording of libreyolo 1.6.0's denoising draws,
-random norm statistics, and random targets in its (labels, cxcywh boxes) form."""
+random norm statistics, random targets in its (labels, cxcywh boxes) form, and a model's eval then
+training outputs."""
+import libreyolo.models.rtdetr.denoising as denoising
 import torch
 
 
@@ -47,6 +49,32 @@ def random_targets(generator, counts, classes, smallest=0.1, spread=0.4):
         targets.append({"labels": torch.randint(0, classes, (count,), generator=generator),
                         "boxes": torch.cat([centre, size], 1)})
     return targets
+
+
+def store_targets(tensors, targets, counts):
+    """The targets as the C++ checkers read them: counts, then every image's classes and boxes."""
+    tensors["counts"] = torch.tensor(counts, dtype=torch.int64)
+    tensors["classes"] = torch.cat([t["labels"] for t in targets])
+    tensors["boxes"] = torch.cat([t["boxes"] for t in targets])
+
+
+def eval_then_train(model, inputs, targets, tensors):
+    """The model's eval outputs (eval.logits, eval.boxes), then its training outputs on `targets`
+    with the denoising draws recorded (noise.<key>) into `tensors`; returns the training outputs."""
+    model.eval()
+    with torch.no_grad():
+        out = model(inputs)
+    tensors["eval.logits"], tensors["eval.boxes"] = out["pred_logits"], out["pred_boxes"]
+    model.train()
+    recorder = RecordingTorch()
+    denoising.torch = recorder
+    try:
+        out = model(inputs, targets=targets)
+    finally:
+        denoising.torch = torch
+    for key, draw in zip(NOISE_KEYS, recorder.draws):
+        tensors[f"noise.{key}"] = draw
+    return out
 
 
 def weighted_levels(out, generator, tensors):

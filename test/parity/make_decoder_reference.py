@@ -11,8 +11,7 @@ import sys
 try:
     import torch
     from safetensors.torch import save_file
-    import libreyolo.models.rtdetr.denoising as denoising
-    from detr_reference import NOISE_KEYS, RecordingTorch, randomise_norms, random_targets, weighted_levels
+    from detr_reference import eval_then_train, randomise_norms, random_targets, store_targets, weighted_levels
     from libreyolo.models.rtdetr.nn import RTDETRTransformer
 except ImportError as error:  # the venv is there (the wrapper skips only without it): a missing oracle fails
     print(f"FAIL: the test venv cannot import an oracle ({error}); run scripts/setup.sh")
@@ -31,24 +30,9 @@ def case(generator, shapes):
         tensors[f"input{level}"] = feat
     counts = [3, 1]
     targets = random_targets(generator, counts, CLASSES)
-    tensors["counts"] = torch.tensor(counts, dtype=torch.int64)
-    tensors["classes"] = torch.cat([t["labels"] for t in targets])
-    tensors["boxes"] = torch.cat([t["boxes"] for t in targets])
+    store_targets(tensors, targets, counts)
 
-    model.eval()
-    with torch.no_grad():
-        out = model(feats)
-    tensors["eval.logits"], tensors["eval.boxes"] = out["pred_logits"], out["pred_boxes"]
-
-    model.train()
-    recorder = RecordingTorch()
-    denoising.torch = recorder
-    try:
-        out = model(feats, targets=targets)
-    finally:
-        denoising.torch = torch
-    for key, draw in zip(NOISE_KEYS, recorder.draws):
-        tensors[f"noise.{key}"] = draw
+    out = eval_then_train(model, feats, targets, tensors)
     total = weighted_levels(out, generator, tensors)
     total.backward()
     for key, parameter in model.named_parameters():

@@ -11,8 +11,7 @@ import sys
 try:
     import torch
     from safetensors.torch import save_file
-    import libreyolo.models.rtdetr.denoising as denoising
-    from detr_reference import NOISE_KEYS, RecordingTorch, randomise_norms, random_targets, weighted_levels
+    from detr_reference import eval_then_train, randomise_norms, random_targets, store_targets, weighted_levels
     from libreyolo.models.rtdetr.loss import RTDETRLoss
     from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
     from libreyolo.models.rtdetr.nn import RTDETRModel
@@ -45,22 +44,8 @@ def case(generator, size, scratch):
     tensors["images"] = images
     counts = [2, 3]
     targets = random_targets(generator, counts, CLASSES)
-    tensors["counts"] = torch.tensor(counts, dtype=torch.int64)
-    tensors["classes"] = torch.cat([t["labels"] for t in targets])
-    tensors["boxes"] = torch.cat([t["boxes"] for t in targets])
-    model.eval()
-    with torch.no_grad():
-        out = model(images)
-    tensors["eval.logits"], tensors["eval.boxes"] = out["pred_logits"], out["pred_boxes"]
-    model.train()
-    recorder = RecordingTorch()
-    denoising.torch = recorder
-    try:
-        out = model(images, targets=targets)
-    finally:
-        denoising.torch = torch
-    for key, draw in zip(NOISE_KEYS, recorder.draws):
-        tensors[f"noise.{key}"] = draw
+    store_targets(tensors, targets, counts)
+    out = eval_then_train(model, images, targets, tensors)
     with torch.no_grad():  # the loss on these outputs (the matcher's assignment included)
         for key, value in RTDETRLoss(num_classes=CLASSES)(out, targets).items():
             tensors[f"loss.{key}"] = value.detach().reshape(())

@@ -34,19 +34,10 @@ bool run_case(const Tensors& all, const std::string& name) {
   const at::Tensor& images = io.at("images");
   const detr::DetrTargets targets = parity::targets_of(io);
   Comparison eval, train, grads;
-  model->eval();
-  {
-    torch::NoGradGuard no_grad;
-    const auto out = model->forward(images);
-    eval.add(out.last.logits, io.at("eval.logits"));
-    eval.add(out.last.boxes, io.at("eval.boxes"));
-  }
-  model->train();
   detr::DenoisingOptions denoising;
   denoising.classes = options.classes;
   denoising.queries = options.queries;
-  const auto queries = detr::make_denoising_queries(targets, denoising, parity::noise_of(io));
-  const auto out = model->forward(images, &queries);
+  const auto out = parity::eval_then_train(model, images, io, denoising, eval);
   std::size_t level_count = 0;
   const at::Tensor total = parity::compare_levels(out, io, train, level_count);
   Comparison loss;
