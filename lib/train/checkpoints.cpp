@@ -29,22 +29,22 @@ c10::IValue config_value(const config::Config& config) {
 
 models::Checkpoint make_checkpoint(Training& t, const TrainState& state, int epoch_done, std::int64_t batches_done) {
   models::Checkpoint c;
-  c.family = std::string(t.family->name());
-  c.size = t.loaded.name.size;
-  c.class_count = t.class_count;
-  c.names = t.data.spec.names;
-  c.image_size = t.image_size;
-  c.model = models::state_dict(*t.evaluated_model().module);  // written detached, on the CPU
+  c.family = std::string(t.net.family->name());
+  c.size = t.net.loaded.name.size;
+  c.class_count = t.inputs.class_count;
+  c.names = t.inputs.data.spec.names;
+  c.image_size = t.inputs.image_size;
+  c.model = models::state_dict(*t.net.evaluated_model().module);  // written detached, on the CPU
   state.write(c, epoch_done, batches_done);
-  c.set_extra("optimizer", optimizer_state(*t.optimizer));
-  c.set_extra("train_model", models::tensor_dict(models::state_dict(*t.model().module)));
-  c.set_extra("is_ema_weights", static_cast<bool>(t.ema));
-  if (t.ema) c.set_extra("ema_updates", t.ema->updates());
+  c.set_extra("optimizer", optimizer_state(*t.optim.optimizer));
+  c.set_extra("train_model", models::tensor_dict(models::state_dict(*t.net.model().module)));
+  c.set_extra("is_ema_weights", static_cast<bool>(t.net.ema));
+  if (t.net.ema) c.set_extra("ema_updates", t.net.ema->updates());
   c.set_extra("config", config_value(t.config));
-  if (t.lr_scale != 1.0) c.set_extra("lr_scale", t.lr_scale);  // a recovered divergence lowered the learning rate
-  if (t.scaler->enabled()) {
+  if (t.optim.lr_scale != 1.0) c.set_extra("lr_scale", t.optim.lr_scale);  // a recovered divergence lowered the learning rate
+  if (t.precision.scaler->enabled()) {
     c10::impl::GenericDict s(c10::StringType::get(), c10::AnyType::get());
-    const auto scaler_state = t.scaler->state();
+    const auto scaler_state = t.precision.scaler->state();
     s.insert("scale", scaler_state.scale);
     s.insert("growth_tracker", scaler_state.growth_tracker);
     c.set_extra("scaler", s);

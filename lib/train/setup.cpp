@@ -107,22 +107,22 @@ void load_run_state(Training& t, TrainState& state, const models::Checkpoint& ch
     const models::NamedTensors raw_tensors = train_model ? models::tensors_of(*train_model) : models::NamedTensors{};
     const std::map<std::string, at::Tensor> raw(raw_tensors.begin(), raw_tensors.end());
     const std::map<std::string, at::Tensor> averaged(checkpoint.model.begin(), checkpoint.model.end());
-    models::load_state_dict(*t.model().module, raw.empty() ? averaged : raw, /*strict=*/false);
-    if (t.ema) models::load_state_dict(*t.ema_model.module, averaged, /*strict=*/false);
+    models::load_state_dict(*t.net.model().module, raw.empty() ? averaged : raw, /*strict=*/false);
+    if (t.net.ema) models::load_state_dict(*t.net.ema_model.module, averaged, /*strict=*/false);
   }
-  if (t.ema) {
-    if (const auto* updates = checkpoint.extra("ema_updates"); updates && updates->isInt()) t.ema->set_updates(updates->toInt());
+  if (t.net.ema) {
+    if (const auto* updates = checkpoint.extra("ema_updates"); updates && updates->isInt()) t.net.ema->set_updates(updates->toInt());
   }
   state.read(checkpoint);
-  if (const auto* scale = checkpoint.extra("lr_scale"); scale && scale->isDouble()) t.lr_scale = scale->toDouble();
-  if (const auto* saved = checkpoint.extra("optimizer"); saved && !saved->isNone()) load_optimizer_state(*t.optimizer, *saved);
+  if (const auto* scale = checkpoint.extra("lr_scale"); scale && scale->isDouble()) t.optim.lr_scale = scale->toDouble();
+  if (const auto* saved = checkpoint.extra("optimizer"); saved && !saved->isNone()) load_optimizer_state(*t.optim.optimizer, *saved);
   if (const auto* s = checkpoint.extra("scaler"); s && s->isGenericDict()) {
     const auto d = s->toGenericDict();
-    t.scaler->load_state({d.at("scale").toDouble(), d.at("growth_tracker").toInt()});
+    t.precision.scaler->load_state({d.at("scale").toDouble(), d.at("growth_tracker").toInt()});
   }
 }
 
-void Training::apply_schedule(std::int64_t iteration) {
+void Optimisation::apply_schedule(std::int64_t iteration) {
   set_learning_rate(*optimizer, lr_scale * schedule->lr(iteration), lr_multipliers);
   if (const auto m = schedule->momentum(iteration)) set_momentum(*optimizer, *m);
 }
@@ -171,113 +171,113 @@ void set_up_sampling(const config::Config& config, const data::DetectionDataset&
 
 void set_up_data(Training& t) {
   const auto& config = t.config;
-  t.data = data::load_training_data(config, models::family_of(config).augment_recipe());
-  t.class_count = t.data.spec.class_count();
-  t.image_size = t.data.dataset->image_size();
-  if (config.get_bool("val") && !t.data.spec.val.empty()) {
-    auto scan = data::scan_split(t.data.spec, "val", t.workers);
-    t.val_dataset = std::make_unique<data::DetectionDataset>(std::move(scan.images), t.class_count, t.image_size,
+  t.inputs.data = data::load_training_data(config, models::family_of(config).augment_recipe());
+  t.inputs.class_count = t.inputs.data.spec.class_count();
+  t.inputs.image_size = t.inputs.data.dataset->image_size();
+  if (config.get_bool("val") && !t.inputs.data.spec.val.empty()) {
+    auto scan = data::scan_split(t.inputs.data.spec, "val", t.place.workers);
+    t.inputs.val_dataset = std::make_unique<data::DetectionDataset>(std::move(scan.images), t.inputs.class_count, t.inputs.image_size,
                                                              data::parse_cache_mode(config.get_text("cache")));
   }
   // Each rank takes every world-th sample of the epoch's order: its batch i and the other ranks'
   // batch i together are exactly the single-process global batch i, whatever the world size.
-  data::LoaderOptions options{.batch_size = t.batch_size, .workers = t.workers, .shuffle = true, .seed = t.seed,
-                              .rank = t.rank(), .world_size = t.world_size(), .pin_memory = t.device.is_cuda()};
-  set_up_sampling(config, *t.data.dataset, t.class_count, options);
-  auto* pipeline = t.data.pipeline.get();
-  t.loader = std::make_unique<data::Loader>(
+  data::LoaderOptions options{.batch_size = t.place.batch_size, .workers = t.place.workers, .shuffle = true, .seed = t.place.seed,
+                              .rank = t.place.rank(), .world_size = t.place.world_size(), .pin_memory = t.place.device.is_cuda()};
+  set_up_sampling(config, *t.inputs.data.dataset, t.inputs.class_count, options);
+  auto* pipeline = t.inputs.data.pipeline.get();
+  t.inputs.loader = std::make_unique<data::Loader>(
       [pipeline](std::size_t index, int epoch, std::span<const std::size_t> batch) { return pipeline->sample(index, epoch, batch); },
-      t.data.dataset->size(), std::move(options));
+      t.inputs.data.dataset->size(), std::move(options));
 }
 
 void set_up_model(Training& t) {
   const auto& config = t.config;
-  models::LoadedModel& loaded = t.loaded;
-  loaded = models::load_model(config.get_text("model"), t.class_count, &t.checkpoint, /*note_dropped=*/!t.resume);
-  if (loaded.class_count != t.class_count) {  // pretrained weights for another class count: keep the backbone
+  models::LoadedModel& loaded = t.net.loaded;
+  loaded = models::load_model(config.get_text("model"), t.inputs.class_count, &t.checkpoint, /*note_dropped=*/!t.place.resume);
+  if (loaded.class_count != t.inputs.class_count) {  // pretrained weights for another class count: keep the backbone
     const auto pretrained = models::state_dict(*loaded.model.module);
-    loaded.model = models::build_model(loaded.name, t.class_count, loaded.class_hidden);
+    loaded.model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden);
     const std::size_t kept = load_matching(*loaded.model.module, pretrained);
     log::info("Transferred {}/{} tensors from {} (nc {} -> {})", kept, models::state_dict(*loaded.model.module).size(),
-              loaded.weights.string(), loaded.class_count, t.class_count);
+              loaded.weights.string(), loaded.class_count, t.inputs.class_count);
   }
-  if (t.resume && !t.checkpoint) throw UsageError("resume=true needs model= pointing at a checkpoint (runs/train/exp/weights/last.pt)");
+  if (t.place.resume && !t.checkpoint) throw UsageError("resume=true needs model= pointing at a checkpoint (runs/train/exp/weights/last.pt)");
   const std::string pretrained = config.get_text("pretrained");
   // A resumed run's train_config.yaml repeats the pretrained= it started from: its weights are in
   // the checkpoint now. Only a pretrained= given with resume=true on the command line is refused.
-  if (pretrained != "true" && pretrained != "false" && t.resume && config.source("pretrained") == config::Source::cfg_file) {
+  if (pretrained != "true" && pretrained != "false" && t.place.resume && config.source("pretrained") == config::Source::cfg_file) {
     log::info("resume=true: continuing the run's own weights (it started from pretrained={})", pretrained);
   } else if (pretrained != "true" && pretrained != "false") {  // weights by name and shape from another file
-    if (t.resume) throw UsageError(fmt::format("pretrained={} cannot be combined with resume=true: a resumed run continues its own weights", pretrained));
+    if (t.place.resume) throw UsageError(fmt::format("pretrained={} cannot be combined with resume=true: a resumed run continues its own weights", pretrained));
     const models::Checkpoint source = models::read_checkpoint(pretrained);
     const std::size_t kept = load_matching(*loaded.model.module, source.model);
     log::info("pretrained={}: transferred {}/{} tensors (matched by name and shape)", pretrained, kept,
               models::state_dict(*loaded.model.module).size());
-  } else if (pretrained == "false" && !t.resume && !loaded.weights.empty()) {
-    loaded.model = models::build_model(loaded.name, t.class_count, loaded.class_hidden);
+  } else if (pretrained == "false" && !t.place.resume && !loaded.weights.empty()) {
+    loaded.model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden);
     log::info("pretrained=false: training {} from scratch; the weights in {} are not loaded", loaded.model.display_name,
               loaded.weights.string());
   }
-  t.family = &models::family(loaded.name.family);
+  t.net.family = &models::family(loaded.name.family);
   models::DetectionModel& model = loaded.model;
   // PGI (YOLOv9): the auxiliary branch trains beside the main head, its losses added at aux_weight;
   // validation and inference use the main head only. A resumed run keeps the branch it was saved with.
-  const auto* saved_train_model = t.resume ? t.checkpoint->extra("train_model") : nullptr;
+  const auto* saved_train_model = t.place.resume ? t.checkpoint->extra("train_model") : nullptr;
   const models::NamedTensors train_weights = saved_train_model ? models::tensors_of(*saved_train_model) : models::NamedTensors{};
-  t.use_aux = model.enable_aux && config.get_real("aux_weight") > 0;
-  if (t.use_aux && t.resume) {
+  t.net.use_aux = model.enable_aux && config.get_real("aux_weight") > 0;
+  if (t.net.use_aux && t.place.resume) {
     const auto& source = saved_train_model ? train_weights : t.checkpoint->model;
-    t.use_aux = std::any_of(source.begin(), source.end(), [&](const auto& item) { return t.family->is_training_only_tensor(item.first); });
-    if (!t.use_aux) log::info("Resuming a run saved without the PGI auxiliary branch: training on without it");
+    t.net.use_aux = std::any_of(source.begin(), source.end(), [&](const auto& item) { return t.net.family->is_training_only_tensor(item.first); });
+    if (!t.net.use_aux) log::info("Resuming a run saved without the PGI auxiliary branch: training on without it");
   }
-  if (t.use_aux) model.enable_aux();
-  t.aux_weight = t.use_aux ? config.get_real("aux_weight") : 0.0;
+  if (t.net.use_aux) model.enable_aux();
+  t.net.aux_weight = t.net.use_aux ? config.get_real("aux_weight") : 0.0;
   if (saved_train_model) {
     models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(train_weights.begin(), train_weights.end()), true);
   }
-  t.frozen = freeze_layers(*model.module, config.get_text("freeze"), t.family->freeze_groups(t.use_aux));
-  model.module->to(t.device);
-  t.set_train_mode();
-  if (t.dist && config.get_bool("sync_bn")) {
-    const std::size_t layers = nn::set_batch_norm_sync(*model.module, std::make_shared<SyncBatchNorm>(*t.dist));
-    log::info("sync_bn: {} BatchNorm layers normalise over the global batch of {} processes{}", layers, t.world_size(),
-              t.device.is_cpu() ? std::string(" (2 small all-reduces per layer and step; over Gloo they can cost more than the "
+  t.net.frozen = freeze_layers(*model.module, config.get_text("freeze"), t.net.family->freeze_groups(t.net.use_aux));
+  model.module->to(t.place.device);
+  t.net.set_train_mode();
+  if (t.place.dist && config.get_bool("sync_bn")) {
+    const std::size_t layers = nn::set_batch_norm_sync(*model.module, std::make_shared<SyncBatchNorm>(*t.place.dist));
+    log::info("sync_bn: {} BatchNorm layers normalise over the global batch of {} processes{}", layers, t.place.world_size(),
+              t.place.device.is_cpu() ? std::string(" (2 small all-reduces per layer and step; over Gloo they can cost more than the "
                                               "step itself: sync_bn=false averages the statistics before validation instead)")
                                 : std::string());
-  } else if (t.dist && t.batch_size < 16) {  // LibreYOLO's warning
+  } else if (t.place.dist && t.place.batch_size < 16) {  // LibreYOLO's warning
     log::warn("sync_bn=false with {} images per process: BatchNorm statistics come from small batches; sync_bn=true "
-              "computes them over the global batch", t.batch_size);
+              "computes them over the global batch", t.place.batch_size);
   }
   const std::string layout = config.get_text("channels_last");
   // auto: measured per family on the CPU (see the option's help); not measured on a GPU yet
-  t.channels_last = layout == "true" || (layout == "auto" && t.device.is_cpu() && t.family->channels_last_on_cpu());
-  if (t.channels_last) models::to_channels_last(*model.module);
+  t.net.channels_last = layout == "true" || (layout == "auto" && t.place.device.is_cpu() && t.net.family->channels_last_on_cpu());
+  if (t.net.channels_last) models::to_channels_last(*model.module);
   std::int64_t parameters = 0;
   for (const auto& p : model.module->parameters()) parameters += p.numel();
-  log::info("{}: {} parameters, device {}{}", model.display_name, parameters, t.device.str(), t.channels_last ? ", channels-last" : "");
+  log::info("{}: {} parameters, device {}{}", model.display_name, parameters, t.place.device.str(), t.net.channels_last ? ", channels-last" : "");
 
   if (config.get_bool("ema")) {
-    t.ema_model = models::build_model(loaded.name, t.class_count, loaded.class_hidden);
-    if (t.use_aux) t.ema_model.enable_aux();
-    t.ema_model.module->to(t.device);
-    if (t.channels_last) models::to_channels_last(*t.ema_model.module);
-    t.ema = std::make_unique<ModelEma>(*model.module, t.ema_model.module, config.get_real("ema_decay"), config.get_real("ema_tau"));
-    if (t.resume) {
+    t.net.ema_model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden);
+    if (t.net.use_aux) t.net.ema_model.enable_aux();
+    t.net.ema_model.module->to(t.place.device);
+    if (t.net.channels_last) models::to_channels_last(*t.net.ema_model.module);
+    t.net.ema = std::make_unique<ModelEma>(*model.module, t.net.ema_model.module, config.get_real("ema_decay"), config.get_real("ema_tau"));
+    if (t.place.resume) {
       std::map<std::string, at::Tensor> weights(t.checkpoint->model.begin(), t.checkpoint->model.end());
-      models::load_state_dict(*t.ema_model.module, weights, true);
-      if (const auto* updates = t.checkpoint->extra("ema_updates")) t.ema->set_updates(updates->toInt());
+      models::load_state_dict(*t.net.ema_model.module, weights, true);
+      if (const auto* updates = t.checkpoint->extra("ema_updates")) t.net.ema->set_updates(updates->toInt());
     }
   }
   models::GlobalNormaliser global_normaliser;
-  if (t.dist) {
-    global_normaliser = [dist = t.dist](const at::Tensor& local) {
+  if (t.place.dist) {
+    global_normaliser = [dist = t.place.dist](const at::Tensor& local) {
       at::Tensor total = local.detach().to(at::kFloat).clone();
       dist->sum(total);
       return total.clamp_min(1.0) / dist->world_size();
     };
   }
-  t.loss = t.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl"),
-                                .classes = t.class_count, .global_normaliser = global_normaliser});
+  t.net.loss = t.net.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl"),
+                                .classes = t.inputs.class_count, .global_normaliser = global_normaliser});
 }
 
 void set_up_optimizer(Training& t, const TrainState& state) {
@@ -286,9 +286,9 @@ void set_up_optimizer(Training& t, const TrainState& state) {
     throw UsageError(fmt::format("nesterov=true needs momentum > 0 (momentum={}); set a momentum such as 0.937, or nesterov=false",
                                  config.get_real("momentum")));
   }
-  const auto groups = parameter_groups(*t.model().module, t.family->parameter_rules(config));
-  t.lr_multipliers = groups.lr_multipliers();
-  t.optimizer = make_optimizer(groups, {.name = config.get_text("optimizer"),
+  const auto groups = parameter_groups(*t.net.model().module, t.net.family->parameter_rules(config));
+  t.optim.lr_multipliers = groups.lr_multipliers();
+  t.optim.optimizer = make_optimizer(groups, {.name = config.get_text("optimizer"),
                                         .lr0 = config.get_real("lr0"),
                                         .momentum = config.get_real("momentum"),
                                         .nesterov = config.get_bool("nesterov"),
@@ -315,28 +315,28 @@ void set_up_optimizer(Training& t, const TrainState& state) {
                                    .epochs = state.epochs,
                                    .warmup_momentum = std::nullopt,
                                    .momentum = config.get_real("momentum")};
-  if (t.family->warms_up_momentum()) schedule_options.warmup_momentum = config.get_real("warmup_momentum");
-  t.schedule.emplace(schedule_options);
-  t.clip = config.get_real("clip_max_norm");
+  if (t.net.family->warms_up_momentum()) schedule_options.warmup_momentum = config.get_real("warmup_momentum");
+  t.optim.schedule.emplace(schedule_options);
+  t.optim.clip = config.get_real("clip_max_norm");
 }
 
 void set_up_amp(Training& t) {
   const auto& config = t.config;
   const bool amp_requested = config.get_bool("amp");
   const std::string amp_dtype_name = config.get_text("amp_dtype");
-  t.amp_dtype = amp_dtype_name == "bfloat16" ? c10::kBFloat16 : c10::kHalf;
-  if (amp_requested && t.device.is_cuda()) {
-    if (t.amp_dtype == c10::kBFloat16 && !cuda_supports_bf16(t.device)) {
+  t.precision.amp_dtype = amp_dtype_name == "bfloat16" ? c10::kBFloat16 : c10::kHalf;
+  if (amp_requested && t.place.device.is_cuda()) {
+    if (t.precision.amp_dtype == c10::kBFloat16 && !cuda_supports_bf16(t.place.device)) {
       throw UsageError(fmt::format("amp_dtype=bfloat16 needs a GPU with bfloat16 support; {} has none: use amp_dtype=float16",
-                                   t.device.str()));
+                                   t.place.device.str()));
     }
-    t.autocast = true;
+    t.precision.autocast = true;
     log::info("Using mixed precision training (AMP, dtype={})", amp_dtype_name);
-  } else if (amp_requested && !t.device.is_cuda()) {
-    if (t.amp_dtype == c10::kBFloat16 && cpu_has_bf16()) {
-      t.autocast = true;
-      if (t.cpu_bf16_speedup) {
-        const CpuBf16Note note = cpu_bf16_note(*t.cpu_bf16_speedup, cpu_has_amx());
+  } else if (amp_requested && !t.place.device.is_cuda()) {
+    if (t.precision.amp_dtype == c10::kBFloat16 && cpu_has_bf16()) {
+      t.precision.autocast = true;
+      if (t.precision.cpu_bf16_speedup) {
+        const CpuBf16Note note = cpu_bf16_note(*t.precision.cpu_bf16_speedup, cpu_has_amx());
         if (note.warn) {
           log::warn("{}", note.line);
         } else {
@@ -345,13 +345,13 @@ void set_up_amp(Training& t) {
       } else {
         log::info("Using CPU mixed precision (autocast bfloat16)");
       }
-    } else if (t.amp_dtype == c10::kBFloat16) {
+    } else if (t.precision.amp_dtype == c10::kBFloat16) {
       log::info("amp_dtype=bfloat16: this CPU has no native bfloat16 (avx512_bf16/amx); training in float32");
     } else if (config.source("amp") == config::Source::command_line) {
       log::info("amp on the CPU uses amp_dtype=bfloat16 only; training in float32");
     }
   }
-  t.scaler = std::make_unique<GradScaler>(t.autocast && t.device.is_cuda() && t.amp_dtype == c10::kHalf);
+  t.precision.scaler = std::make_unique<GradScaler>(t.precision.autocast && t.place.device.is_cuda() && t.precision.amp_dtype == c10::kHalf);
 }
 
 // Optimizer, scaler and RNG from the checkpoint a resumed run continues.
@@ -363,10 +363,10 @@ void restore_resume_state(Training& t, TrainState& state) {
     generator.set_state(rng->toGenericDict().at("torch").toTensor());
   }
   if (state.start_epoch >= state.epochs) {
-    throw UsageError(fmt::format("{} already finished all {} epochs; raise epochs= to train longer", t.loaded.weights.string(),
+    throw UsageError(fmt::format("{} already finished all {} epochs; raise epochs= to train longer", t.net.loaded.weights.string(),
                                  state.epochs));
   }
-  log::info("Resuming from {}: epoch {}{}", t.loaded.weights.string(), state.start_epoch + 1,
+  log::info("Resuming from {}: epoch {}{}", t.net.loaded.weights.string(), state.start_epoch + 1,
             state.start_batch ? fmt::format(", batch {}/{}", state.start_batch, state.batches_per_epoch) : "");
 }
 
@@ -379,43 +379,48 @@ void set_up_cuda_graph(Training& t) {
     return;
   }
   std::string missing;
-  auto backend = t.device.is_cuda() ? make_cuda_graph_backend(t.device.index(), missing) : make_cpu_capture_backend_for_tests();
-  const auto reason = graph_gate_reason({.cuda_device = t.device.is_cuda() || backend != nullptr,
+  auto backend = t.place.device.is_cuda() ? make_cuda_graph_backend(t.place.device.index(), missing) : make_cpu_capture_backend_for_tests();
+  const auto reason = graph_gate_reason({.cuda_device = t.place.device.is_cuda() || backend != nullptr,
                                          .backend_available = backend != nullptr,
                                          .backend_missing_reason = missing,
-                                         // the YOLO networks are tensors in, tensors out; a DETR's decoder takes the targets
-                                         .family_supported = t.family->graph_region() == models::GraphRegion::network,
-                                         .family = std::string(t.family->name())});
+                                         // the YOLO networks are tensors in, tensors out; a DETR's decoder takes the
+                                         // targets: its region (backbone and encoder) is captured when the model splits there
+                                         .family_supported = t.net.family->graph_region() == models::GraphRegion::network ||
+                                                             static_cast<bool>(t.net.model().train_region.run),
+                                         .family = std::string(t.net.family->name())});
   if (reason) {
     log::info("cuda_graph=true ignored ({}); training runs eager.", *reason);
     return;
   }
+  const bool whole_network = t.net.family->graph_region() == models::GraphRegion::network;
+  const std::string region = whole_network ? "the network" : "the backbone and encoder";
   const std::string scope = t.config.get_text("cuda_graph_scope");
   const int level = scope == "network" ? 0 : scope == "loss" ? 1 : scope == "optimizer" ? 2 : 3;
   GraphOptions options{.loss = level >= 1, .optimizer = level >= 2, .ema = level >= 3};
   if (options.loss) {
-    std::string obstacle = t.loss->capture_obstacle();
-    if (obstacle.empty() && t.dist) obstacle = "the data-parallel gradient reducer runs outside graphs";
+    std::string obstacle = t.net.loss->capture_obstacle();
+    if (obstacle.empty() && t.place.dist) obstacle = "the data-parallel gradient reducer runs outside graphs";
     if (!obstacle.empty()) {
-      log::info("cuda_graph_scope={}: {}'s loss stays eager ({}); the network's forward and backward are graphed instead",
-                scope, t.family->name(), obstacle);
+      log::info("cuda_graph_scope={}: {}'s loss stays eager ({}); {}'s forward and backward are graphed instead",
+                scope, t.net.family->name(), obstacle, region);
       options.loss = false;
     }
   }
-  t.graph_label_slots = options.loss ? t.config.get_int("max_labels") : 0;
+  t.graphs.label_slots = options.loss ? t.config.get_int("max_labels") : 0;
   std::string unused;
-  auto val_backend = t.device.is_cuda() ? make_cuda_graph_backend(t.device.index(), unused) : make_cpu_capture_backend_for_tests();
-  if (val_backend) t.val_graphs = std::make_unique<InferenceGraphs>(std::move(val_backend));
-  t.graphs = std::make_unique<GraphManager>(std::move(backend), options);
+  auto val_backend = t.place.device.is_cuda() ? make_cuda_graph_backend(t.place.device.index(), unused) : make_cpu_capture_backend_for_tests();
+  if (val_backend) t.graphs.validation = std::make_unique<InferenceGraphs>(std::move(val_backend));
+  t.graphs.training = std::make_unique<GraphManager>(std::move(backend), options);
   const std::string optimizer = !options.optimizer ? "the optimizer and EMA stay eager"
                                 : options.ema ? "the optimizer step with EMA is a second graph, captured on the 3rd step"
                                               : "the optimizer step is a second graph, captured on the 3rd step; EMA stays eager";
   if (options.loss) {
     log::info("cuda_graph: forward, loss and backward are one graph, captured on the 3rd batch of a shape after 3 warm-up runs "
-              "(targets padded to max_labels={} per image, the most the pipeline keeps); {}", t.graph_label_slots, optimizer);
+              "(targets padded to max_labels={} per image, the most the pipeline keeps); {}", t.graphs.label_slots, optimizer);
   } else {
-    log::info("cuda_graph: the network's forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; "
-              "the loss stays eager; {}", optimizer);
+    log::info("cuda_graph: {}'s forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; {} stay "
+              "eager; {}", region, whole_network ? "the loss" : "the decoder (its denoising queries follow each batch's targets) and the loss",
+              optimizer);
   }
 }
 
@@ -425,59 +430,59 @@ void set_up_cuda_graph(Training& t) {
 // device_forms_for_tests for the eager run a graphed one is compared with).
 void use_device_forms(Training& t) {
   const bool all = device_forms_for_tests();
-  if (all || (t.graphs && t.graphs->graphs_optimizer())) dynamic_cast<CapturableOptimizer&>(*t.optimizer).use_device_tensors(true);
-  if (t.ema && (all || (t.graphs && t.graphs->graphs_ema()))) t.ema->use_device_tensors(true);
-  if (all || (t.graphs && t.graphs->graphs_loss())) t.loss->use_static_shapes();
+  if (all || (t.graphs.training && t.graphs.training->graphs_optimizer())) dynamic_cast<CapturableOptimizer&>(*t.optim.optimizer).use_device_tensors(true);
+  if (t.net.ema && (all || (t.graphs.training && t.graphs.training->graphs_ema()))) t.net.ema->use_device_tensors(true);
+  if (all || (t.graphs.training && t.graphs.training->graphs_loss())) t.net.loss->use_static_shapes();
 }
 
 }  // namespace
 
 std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state, Collectives* dist) {
   auto t = std::make_unique<Training>(config, dist);
-  t->device = resolve_device(config.get_text("device"), dist ? std::optional<int>(dist->local_rank()) : std::nullopt);
-  t->seed = static_cast<std::uint64_t>(std::max<std::int64_t>(0, config.get_int("seed")));
-  torch::manual_seed(t->seed);  // the same on every rank: the starting weights agree before rank 0's are broadcast
-  t->global_batch = static_cast<int>(config.get_int("batch"));
-  t->batch_size = per_rank_batch(t->global_batch, t->world_size());
-  t->workers = static_cast<int>(config.get_int("workers"));
-  if (const int cpus = usable_cpus(); t->workers > cpus) {
-    log::info("workers={} capped at the {} CPUs this process may use", t->workers, cpus);  // as Ultralytics
-    t->workers = cpus;
+  t->place.device = resolve_device(config.get_text("device"), dist ? std::optional<int>(dist->local_rank()) : std::nullopt);
+  t->place.seed = static_cast<std::uint64_t>(std::max<std::int64_t>(0, config.get_int("seed")));
+  torch::manual_seed(t->place.seed);  // the same on every rank: the starting weights agree before rank 0's are broadcast
+  t->place.global_batch = static_cast<int>(config.get_int("batch"));
+  t->place.batch_size = per_rank_batch(t->place.global_batch, t->place.world_size());
+  t->place.workers = static_cast<int>(config.get_int("workers"));
+  if (const int cpus = usable_cpus(); t->place.workers > cpus) {
+    log::info("workers={} capped at the {} CPUs this process may use", t->place.workers, cpus);  // as Ultralytics
+    t->place.workers = cpus;
   }
-  t->resume = config.get_text("resume") == "true";
-  t->multi_scale = config.get_bool("multi_scale");
+  t->place.resume = config.get_text("resume") == "true";
+  t->inputs.multi_scale = config.get_bool("multi_scale");
 
-  log_ignored_keys(config, t->world_size() > 1);
+  log_ignored_keys(config, t->place.world_size() > 1);
   // Before the loader's threads start: they would share the cores with the timing.
-  if (!t->device.is_cuda() && cpu_has_bf16() &&
+  if (!t->place.device.is_cuda() && cpu_has_bf16() &&
       ((config.get_bool("amp") && config.get_text("amp_dtype") == "bfloat16") || config.get_bool("profile"))) {
-    t->cpu_bf16_speedup = measure_cpu_bf16_speedup();
+    t->precision.cpu_bf16_speedup = measure_cpu_bf16_speedup();
   }
   set_up_data(*t);
   set_up_model(*t);
   state.epochs = static_cast<int>(config.get_int("epochs"));
-  state.batches_per_epoch = static_cast<std::int64_t>(t->loader->batches_per_epoch());
+  state.batches_per_epoch = static_cast<std::int64_t>(t->inputs.loader->batches_per_epoch());
   if (!config.is_none("nbs")) {
     // the global batch, as Ultralytics and LibreYOLO count it
-    state.accumulate = std::max<std::int64_t>(1, std::llround(static_cast<double>(config.get_int("nbs")) / t->global_batch));
+    state.accumulate = std::max<std::int64_t>(1, std::llround(static_cast<double>(config.get_int("nbs")) / t->place.global_batch));
   }
-  state.loss_names = t->family->loss_names();
+  state.loss_names = t->net.family->loss_names();
   state.metric_name = config.get_text("best_metric");
   state.reset_epoch_sums();
   set_up_optimizer(*t, state);
   set_up_amp(*t);
   set_up_cuda_graph(*t);
   use_device_forms(*t);
-  if (t->resume) restore_resume_state(*t, state);
-  t->apply_schedule(state.optimizer_steps);
+  if (t->place.resume) restore_resume_state(*t, state);
+  t->optim.apply_schedule(state.optimizer_steps);
 
-  if (t->val_dataset) {
+  if (t->inputs.val_dataset) {
     t->validator = std::make_unique<eval::Validator>(
-        *t->val_dataset, eval::ValidatorOptions{.family = t->family, .batch_size = t->global_batch, .image_size = t->image_size,
-                                                .confidence = t->family->validation_confidence(), .iou = 0.65,
+        *t->inputs.val_dataset, eval::ValidatorOptions{.family = t->net.family, .batch_size = t->place.global_batch, .image_size = t->inputs.image_size,
+                                                .confidence = t->net.family->validation_confidence(), .iou = 0.65,
                                                 .max_detections = static_cast<int>(config.get_int("max_det")),
                                                 .coco_max_detections = config.is_none("eval_max_det") ? 100 : static_cast<int>(config.get_int("eval_max_det")),
-                                                .workers = std::max(1, t->workers), .device = t->device});
+                                                .workers = std::max(1, t->place.workers), .device = t->place.device});
     if (dist) {  // each rank validates every world-th batch; the detections are gathered
       t->validator->distribute({.shard = dist->rank(), .shards = dist->world_size(),
                                 .gather_rows = [dist](const at::Tensor& rows) { return dist->gather_rows(rows); },

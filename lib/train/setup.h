@@ -28,66 +28,93 @@
 
 namespace libreyolo::train {
 
-struct Training {
-  Training(const config::Config& config, Collectives* dist) : config(config), dist(dist) {}
-  const config::Config& config;
+// Training is split along the seams of the loop: each stage and helper takes the parts it uses
+// (the step runner: the network, optimisation, precision and graphs; the loader: the inputs),
+// and set_up_training fills them in that order.
+
+// Where the run happens and how its work is shared between processes.
+struct Placement {
   // The other ranks of a data-parallel run; null in a single process.
   Collectives* dist = nullptr;
   c10::Device device = c10::kCPU;
   std::uint64_t seed = 0;
-  int batch_size = 1;   // this process's share of the global batch
+  int batch_size = 1;    // this process's share of the global batch
   int global_batch = 1;  // batch=
   int workers = 0;
   bool resume = false;
+  int rank() const { return dist ? dist->rank() : 0; }
+  int world_size() const { return dist ? dist->world_size() : 1; }
+  bool main_process() const { return rank() == 0; }  // the one that writes files and the console
+};
 
-  // data
+// What the network is trained and validated on.
+struct Inputs {
   data::TrainingData data;
   std::unique_ptr<data::DetectionDataset> val_dataset;
   std::unique_ptr<data::Loader> loader;
   int class_count = 0;
   int image_size = 640;
+  bool multi_scale = false;
+};
 
-  // model
+// The trained network, its family, EMA and loss.
+struct Network {
   const models::Family* family = nullptr;
   models::LoadedModel loaded;        // the trained model and its name
   bool use_aux = false;              // YOLOv9's PGI branch trains beside the main head
   double aux_weight = 0;
   bool channels_last = false;
-  bool multi_scale = false;
   FrozenLayers frozen;               // freeze=
   std::unique_ptr<ModelEma> ema;     // null with ema=false
   models::DetectionModel ema_model;
   std::unique_ptr<models::TrainingLoss> loss;
 
-  // optimisation
+  models::DetectionModel& model() { return loaded.model; }
+  // The trained model in train mode (frozen BatchNorm layers stay in eval mode).
+  void set_train_mode() { frozen.set_train_mode(*loaded.model.module); }
+  // The weights that are validated and saved: the EMA's when there is one.
+  models::DetectionModel& evaluated_model() { return ema ? ema_model : loaded.model; }
+};
+
+// The optimizer and what steers it.
+struct Optimisation {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::optional<Schedule> schedule;
   std::vector<double> lr_multipliers;  // each optimizer group's share of the schedule's rate (empty: all 1)
   double lr_scale = 1.0;  // the schedule's multiplier: halved by each divergence recovery, kept in checkpoints
+  double clip = 0;        // clip_max_norm (0: off)
+  // Sets the learning rate and momentum for optimizer step `iteration`.
+  void apply_schedule(std::int64_t iteration);
+};
+
+// Mixed precision.
+struct Precision {
   bool autocast = false;
   c10::ScalarType amp_dtype = c10::kHalf;
   // float32's time over bfloat16's for a convolution on this CPU (measure_cpu_bf16_speedup), measured
   // when a CPU run asks for bfloat16 or is profiled on a CPU with bfloat16 instructions
   std::optional<double> cpu_bf16_speedup;
   std::unique_ptr<GradScaler> scaler;
-  std::unique_ptr<GraphManager> graphs;  // cuda_graph=true on a CUDA device; null: eager
-  std::unique_ptr<InferenceGraphs> val_graphs;  // validation's, with `graphs`
-  std::int64_t graph_label_slots = 0;    // targets padded to this many slots per image (a captured loss); 0: as many as needed
-  double clip = 0;
+};
 
+// cuda_graph=true's graphs; both null: eager.
+struct Graphs {
+  std::unique_ptr<GraphManager> training;     // on a CUDA device (or the tests' capture backend)
+  std::unique_ptr<InferenceGraphs> validation;
+  std::int64_t label_slots = 0;  // targets padded to this many slots per image (a captured loss); 0: as many as needed
+};
+
+struct Training {
+  Training(const config::Config& config, Collectives* dist) : config(config) { place.dist = dist; }
+  const config::Config& config;
+  Placement place;
+  Inputs inputs;
+  Network net;
+  Optimisation optim;
+  Precision precision;
+  Graphs graphs;
   std::unique_ptr<eval::Validator> validator;  // null without validation
   std::optional<models::Checkpoint> checkpoint;  // the file a resumed run continues from
-
-  int rank() const { return dist ? dist->rank() : 0; }
-  int world_size() const { return dist ? dist->world_size() : 1; }
-  bool main_process() const { return rank() == 0; }  // the one that writes files and the console
-  models::DetectionModel& model() { return loaded.model; }
-  // The trained model in train mode (frozen BatchNorm layers stay in eval mode).
-  void set_train_mode() { frozen.set_train_mode(*loaded.model.module); }
-  // The weights that are validated and saved: the EMA's when there is one.
-  models::DetectionModel& evaluated_model() { return ema ? ema_model : loaded.model; }
-  // Sets the learning rate and momentum for optimizer step `iteration`.
-  void apply_schedule(std::int64_t iteration);
 };
 
 // Builds the training and fills `state` (epochs, batches, accumulation; the position and best

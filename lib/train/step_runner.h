@@ -1,5 +1,7 @@
-// One micro-step of training: forward, loss and backward of one batch, returning the loss terms
-// as device tensors (nothing is read back to the host here).
+// The steps of training as they run on the device, eager or replayed from CUDA graphs: a
+// micro-step (forward, loss and backward of one batch, returning the loss terms as device
+// tensors; nothing is read back to the host here), the optimizer step that ends an accumulation
+// window, and the network validation runs. The loop calls these and never sees a graph.
 #pragma once
 
 #include "models/loss_terms.h"
@@ -10,6 +12,7 @@
 #include <ATen/Tensor.h>
 
 #include <memory>
+#include <string>
 
 namespace libreyolo::train {
 
@@ -24,9 +27,30 @@ class StepRunner {
 // backward) replays from one graph for batches of the captured shape (the rest run eager).
 class EagerStepRunner final : public StepRunner {
  public:
-  EagerStepRunner(Training& training, HookList& hooks);
+  EagerStepRunner(Network& net, Optimisation& optim, Precision& precision, Graphs& graphs, c10::Device device, HookList& hooks);
   ~EagerStepRunner() override;
   models::LossTerms run(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor) override;
+
+  // A batch's targets on the device, padded to the slots a captured loss was built for
+  // (max_labels per image under cuda_graph_scope=loss and up; as many as needed otherwise).
+  // `input`: the network input [B, 3, H, W] (boxes are in its pixels).
+  models::TargetBatch device_targets(const at::Tensor& rows, const at::Tensor& input) const;
+  // At an accumulation window's start: the gradients zeroed; freed unless a graph reads them
+  // where it was captured (a graphed optimizer step or loss), then zeroed in place.
+  void begin_window();
+  // The window's end: unscale and clip (clip > 0), the step through the loss scaler, the EMA,
+  // then the next step's learning rate; `after_backward` and `before_optimizer_step` hooks first.
+  void optimizer_step(TrainState& state);
+  // The optimizer state, weights and scaler were reloaded (a divergence's recovery): graphs that
+  // captured the old ones are dropped.
+  void state_replaced(const std::string& reason);
+  // The network a validation runs `model` with (autocast on a GPU as training, a graph per
+  // recurring batch shape with cuda_graph=true); end_validation() gives the graphs' memory back
+  // to training and says once how many batches they replayed.
+  NetworkFunction validation_network(models::DetectionModel& model);
+  void end_validation();
+  // One line on how much of the run the graphs carried; empty without graphs.
+  std::string graph_summary() const;
 
   struct StaticStep;  // the step graph's fixed input, targets, divisor and loss terms
 
@@ -35,9 +59,14 @@ class EagerStepRunner final : public StepRunner {
   models::LossTerms eager(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor);
   models::LossTerms graphed(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor);
 
-  Training& training_;
+  Network& net_;
+  Optimisation& optim_;
+  Precision& precision_;
+  Graphs& graphs_;
+  c10::Device device_;
   HookList& hooks_;
   std::unique_ptr<StaticStep> static_;
+  bool validation_graphs_logged_ = false;
 };
 
 }  // namespace libreyolo::train

@@ -11,6 +11,7 @@
 #include "train/optimizer.h"
 #include "train/precise_bn.h"
 #include "train/progress.h"
+#include "train/rank_agreement.h"
 #include "train/run_files.h"
 #include "train/contention.h"
 #include "train/signal_stop.h"
@@ -55,22 +56,14 @@ struct Divergence : RuntimeError {
   using RuntimeError::RuntimeError;
 };
 
-// Whether any rank says yes (every rank gets the same answer); `local` in a single process.
-bool any_rank(Collectives* dist, bool local) {
-  if (!dist) return local;
-  at::Tensor vote = at::full({1}, local ? 1.0 : 0.0, at::kDouble);
-  dist->max(vote);
-  return vote.item<double>() > 0;
-}
-
 // The run folder's files and checkpoints, and the run's clock. In a data-parallel run every rank
 // keeps the record (the same decisions everywhere) and rank 0 alone writes it.
 class RunRecord {
  public:
-  RunRecord(Training& training, TrainState& state, HookList& hooks, const fs::path& run_dir)
-      : t_(training), state_(state), hooks_(hooks), run_dir_(run_dir), weights_(run_dir / "weights"), files_(run_dir),
-        writes_(training.main_process()) {
-    if (t_.resume) files_.load_previous(state_.start_epoch + 1);
+  RunRecord(Training& training, TrainState& state, HookList& hooks, RankAgreement& ranks, const fs::path& run_dir)
+      : t_(training), state_(state), hooks_(hooks), ranks_(ranks), run_dir_(run_dir), weights_(run_dir / "weights"), files_(run_dir),
+        writes_(training.place.main_process()) {
+    if (t_.place.resume) files_.load_previous(state_.start_epoch + 1);
     if (writes_) fs::create_directories(weights_);
   }
 
@@ -86,7 +79,7 @@ class RunRecord {
     models::Checkpoint c = make_checkpoint(t_, state_, epoch_done, batches_done);
     auto bad = models::first_non_finite(c.model);
     if (const auto* raw = c.extra("train_model"); !bad && raw) bad = models::first_non_finite(models::tensors_of(*raw));
-    if (any_rank(t_.dist, bad.has_value())) {  // BatchNorm statistics may differ between ranks
+    if (ranks_.any(bad.has_value())) {  // BatchNorm statistics may differ between ranks
       throw Divergence(fmt::format("non-finite values in {} after epoch {}, batch {} ({} not written)",
                                    bad ? *bad : std::string("another rank's BatchNorm statistics"), state_.epoch + 1,
                                    state_.batch, path.filename().string()));
@@ -96,7 +89,7 @@ class RunRecord {
     if (path == last()) wrote_last_ = true;
   }
   // last.pt is this run's own: written by this process, or the checkpoint a resumed run continues.
-  bool has_own_last() const { return wrote_last_ || (t_.resume && fs::exists(last())); }
+  bool has_own_last() const { return wrote_last_ || (t_.place.resume && fs::exists(last())); }
   void status(const std::string& state, int epoch_done, double eta) const {
     if (!writes_) return;
     auto status = status_of(state, epoch_done);
@@ -128,14 +121,15 @@ class RunRecord {
   nlohmann::ordered_json status_of(const std::string& state, int epoch) const {
     nlohmann::ordered_json status = {{"state", state}, {"epoch", epoch}, {"epochs", state_.epochs}, {"elapsed_s", elapsed()},
             {"best_epoch", state_.best_epoch}, {"best_metric_name", state_.metric_name}, {"best_metric", state_.best_metric},
-            {"device", t_.device.str()}, {"save_dir", run_dir_.string()}};
-    if (t_.dist) status["world_size"] = t_.world_size();
+            {"device", t_.place.device.str()}, {"save_dir", run_dir_.string()}};
+    if (ranks_.distributed()) status["world_size"] = ranks_.world_size();
     return status;
   }
 
   Training& t_;
   TrainState& state_;
   HookList& hooks_;
+  RankAgreement& ranks_;
   fs::path run_dir_, weights_;
   RunFiles files_;
   Clock::time_point started_ = Clock::now();
@@ -156,7 +150,7 @@ struct EpochClock {
 std::optional<data::Batch> fetch(Training& t, HookList& hooks, EpochClock& clock) {
   const auto wait_start = Clock::now();
   hooks.before_fetch();
-  auto batch = t.loader->next();
+  auto batch = t.inputs.loader->next();
   hooks.after_fetch(batch.has_value());
   clock.wait_seconds += seconds_since(wait_start);
   return batch;
@@ -180,9 +174,9 @@ at::Tensor rescale(const at::Tensor& x, int image_size, std::uint64_t seed, cons
 }
 
 at::Tensor network_input(const Training& t, const at::Tensor& images, const TrainState& state) {
-  at::Tensor x = t.family->network_input(images, t.device);
-  if (t.multi_scale) x = rescale(x, t.image_size, t.seed, state);
-  if (t.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor x = t.net.family->network_input(images, t.place.device);
+  if (t.inputs.multi_scale) x = rescale(x, t.inputs.image_size, t.place.seed, state);
+  if (t.net.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
   return x;
 }
 
@@ -209,57 +203,20 @@ at::Tensor gradients_finite(torch::nn::Module& module) {
   return at::stack(at::_foreach_norm(grads)).isfinite().all();
 }
 
-// Unscale and clip (when asked), step through the scaler, EMA, then the next step's LR. The
-// capturable optimizer reads its lr and momentum from device tensors (staged here, eagerly), so
-// under cuda_graph_scope=step the rest is one graph: no host sync, no per-tensor launches.
-void optimizer_step(Training& t, TrainState& state, HookList& hooks) {
-  hooks.after_backward(state);
-  {
-    const auto phase = hooks.phase(Phase::optimizer);
-    auto& optimizer = dynamic_cast<CapturableOptimizer&>(*t.optimizer);
-    const auto stage = [&] {
-      hooks.before_optimizer_step(state);
-      optimizer.stage();
-      if (t.ema) t.ema->stage();
-    };
-    const bool graphed_ema = t.graphs && t.graphs->graphs_ema();
-    const auto work = [&t, graphed_ema] {
-      t.scaler->begin_step();
-      if (t.clip > 0) {
-        t.scaler->unscale(*t.optimizer);
-        std::vector<at::Tensor> grads;
-        for (const auto& p : t.model().module->parameters()) if (p.grad().defined()) grads.push_back(p.grad());
-        clip_gradients(grads, t.clip);
-      }
-      t.scaler->step(*t.optimizer, /*stage=*/false);
-      t.scaler->update();
-      if (t.ema && graphed_ema) t.ema->apply(*t.model().module);
-    };
-    if (t.graphs) t.graphs->optimizer_step(stage, work);
-    else {
-      stage();
-      work();
-    }
-    if (t.ema && !graphed_ema) t.ema->apply(*t.model().module);
-  }
-  ++state.optimizer_steps;
-  t.apply_schedule(state.optimizer_steps);
-}
-
 // precise_bn=N on the final epoch: BatchNorm statistics of the trained and the EMA model from N
 // training images of this epoch's order, before they are validated and saved (LibreYOLO's place).
 void precise_batch_norm(Training& t, const TrainState& state, std::int64_t images) {
   std::vector<BatchNormTarget> targets;
-  for (models::DetectionModel* model : {&t.model(), t.ema ? &t.ema_model : nullptr}) {
+  for (models::DetectionModel* model : {&t.net.model(), t.net.ema ? &t.net.ema_model : nullptr}) {
     if (!model) continue;
     targets.push_back({model->module.get(), [&t, model](const at::Tensor& x) {
-                         AutocastGuard guard(t.device.type(), t.amp_dtype, t.autocast);
-                         if (t.use_aux) model->forward_aux(x); else model->forward(x);
-                       }, t.frozen.batch_norms});
+                         AutocastGuard guard(t.place.device.type(), t.precision.amp_dtype, t.precision.autocast);
+                         if (t.net.use_aux) model->forward_aux(x); else model->forward(x);
+                       }, t.net.frozen.batch_norms});
   }
-  t.loader->start_epoch(state.epoch);
+  t.inputs.loader->start_epoch(state.epoch);
   const std::int64_t used = recompute_batch_norm(targets, [&]() -> std::optional<at::Tensor> {
-    auto batch = t.loader->next();
+    auto batch = t.inputs.loader->next();
     if (!batch) return std::nullopt;
     return network_input(t, batch->images, state);
   }, images);
@@ -287,86 +244,13 @@ models::Checkpoint snapshot(models::Checkpoint c) {
   return c;
 }
 
-// Data-parallel runs: a step's logged values as the mean over the ranks, so that every rank logs
-// and judges (divergence) the same numbers.
-void average_over_ranks(Collectives* dist, std::vector<double>& values) {
-  if (!dist || values.empty()) return;
-  at::Tensor t = at::tensor(values, at::kDouble);
-  dist->sum(t);
-  t.div_(dist->world_size());
-  std::copy(t.data_ptr<double>(), t.data_ptr<double>() + t.numel(), values.begin());
-}
-
-// Every rank stops together: a stop one rank was asked for (Ctrl-C reaches each rank, but not
-// necessarily in the same step) becomes every rank's, the highest exit code winning (SIGTERM's).
-std::optional<StopRequest> agree_on_stop(Collectives* dist, std::optional<StopRequest> local) {
-  if (!dist) return local;
-  at::Tensor vote = at::zeros({2}, at::kDouble);  // [interrupt exit code, finish]
-  if (local && local->kind == StopRequest::Kind::interrupt) vote[0] = local->exit_code;
-  if (local && local->kind == StopRequest::Kind::finish) vote[1] = 1;
-  dist->max(vote);
-  const int code = static_cast<int>(vote[0].item<double>());
-  if (code > 0) {
-    if (local && local->kind == StopRequest::Kind::interrupt && local->exit_code == code) return local;
-    return StopRequest{.kind = StopRequest::Kind::interrupt, .exit_code = code, .state = "interrupted",
-                       .message = fmt::format("{} received by another rank", code == 143 ? "SIGTERM" : code == 130 ? "SIGINT" : "a stop signal")};
-  }
-  if (vote[1].item<double>() > 0) {
-    if (local) return local;
-    return StopRequest{.kind = StopRequest::Kind::finish, .exit_code = 0, .state = "stopped", .message = "another rank ended the run"};
-  }
-  return std::nullopt;
-}
-
-// The ranks' weights must stay bit-identical (every rank applies the same averaged gradients);
-// a rank that drifted would train a different model unnoticed. A checksum per rank, compared.
-void check_weights_agree(Collectives* dist, torch::nn::Module& module, int epoch) {
-  if (!dist) return;
-  at::NoGradGuard no_grad;
-  std::vector<at::Tensor> sums;
-  for (const auto& p : module.parameters()) sums.push_back(p.detach().to(at::kDouble).sum());
-  if (sums.empty()) return;
-  const double local = at::stack(sums).sum().item<double>();  // one transfer, not one per tensor
-  at::Tensor range = at::tensor({local, -local}, at::kDouble);
-  dist->max(range);
-  const double high = range[0].item<double>(), low = -range[1].item<double>();
-  if (high != low) {
-    throw RuntimeError(fmt::format("the ranks' weights differ after epoch {} (checksums {} to {}); this rank has {}. Please "
-                                   "report it with train_config.yaml", epoch + 1, low, high, local));
-  }
-}
-
-// Without sync_bn each rank's BatchNorm statistics come from its own samples: their mean over
-// the ranks before validation and saving (YOLOX's all_reduce_norm), so that every rank validates
-// and rank 0 saves the same model. With sync_bn they already agree (the mean leaves them).
-void average_batch_norm_statistics(Collectives* dist, torch::nn::Module& module) {
-  if (!dist) return;
-  at::NoGradGuard no_grad;
-  // One all-reduce for all of them (flattened in double), not one per buffer: a YOLOv9-t has 873.
-  std::vector<at::Tensor> buffers, flat;
-  for (const auto& item : module.named_buffers()) {
-    if (!at::isFloatingType(item.value().scalar_type())) continue;  // num_batches_tracked
-    buffers.push_back(item.value());
-    flat.push_back(item.value().detach().to(at::kDouble).reshape(-1));
-  }
-  if (buffers.empty()) return;
-  at::Tensor all = at::cat(flat);
-  dist->sum(all);
-  all.div_(dist->world_size());
-  std::int64_t offset = 0;
-  for (auto& buffer : buffers) {
-    buffer.copy_(all.narrow(0, offset, buffer.numel()).view(buffer.sizes()));
-    offset += buffer.numel();
-  }
-}
-
 // The loop and its stages. run() is the whole shape; each stage is a method below.
 class Trainer {
  public:
   Trainer(const config::Config& config, const fs::path& run_dir, HookList& hooks, Collectives* dist)
       : config_(config), run_dir_(run_dir), hooks_(hooks), training_(set_up_training(config, state_, dist)), t_(*training_),
-        record_(t_, state_, hooks_, run_dir), runner_(t_, hooks_), losses_(t_.device.is_cuda() ? kLossReadInterval : 1),
-        progress_(config.get_bool("quiet") || !t_.main_process(), state_.loss_names, static_cast<int>(config.get_int("log_interval")), ::isatty(2) != 0),
+        ranks_(dist), record_(t_, state_, hooks_, ranks_, run_dir), runner_(t_.net, t_.optim, t_.precision, t_.graphs, t_.place.device, hooks_), losses_(t_.place.device.is_cuda() ? kLossReadInterval : 1),
+        progress_(config.get_bool("quiet") || !t_.place.main_process(), state_.loss_names, static_cast<int>(config.get_int("log_interval")), ::isatty(2) != 0),
         no_aug_epochs_(static_cast<int>(config.get_int("no_aug_epochs"))),
         eval_interval_(static_cast<int>(config.get_int("eval_interval"))),
         save_period_(static_cast<int>(config.get_int("save_period"))),
@@ -375,16 +259,16 @@ class Trainer {
         val_loss_(config.get_bool("val_loss")),
         save_plots_(config.get_bool("save_plots")) {
     hooks_.add(std::make_unique<SignalStopHook>());
-    if (auto contention = make_contention_hook(t_.device)) hooks_.add(std::move(contention));
+    if (auto contention = make_contention_hook(t_.place.device)) hooks_.add(std::move(contention));
     if (const auto n = config.get_int("average_best"); n > 0) set_up_average(static_cast<int>(n));
     if (!record_.has_own_last()) start_ = snapshot(make_checkpoint(t_, state_, state_.start_epoch - 1, state_.start_batch));
   }
 
   TrainOutcome run() {
-    hooks_.on_train_start({.device = t_.device, .model_name = t_.model().display_name, .batch = t_.batch_size,
-                           .image_size = t_.image_size, .autocast = t_.autocast, .amp_dtype = config_.get_text("amp_dtype"),
-                           .cpu_bf16_speedup = t_.cpu_bf16_speedup, .workers = t_.workers, .run_dir = run_dir_, .model = t_.model().module.get(),
-                           .may_leave_parameters_unused = t_.family->may_leave_parameters_unused()},
+    hooks_.on_train_start({.device = t_.place.device, .model_name = t_.net.model().display_name, .batch = t_.place.batch_size,
+                           .image_size = t_.inputs.image_size, .autocast = t_.precision.autocast, .amp_dtype = config_.get_text("amp_dtype"),
+                           .cpu_bf16_speedup = t_.precision.cpu_bf16_speedup, .workers = t_.place.workers, .run_dir = run_dir_, .model = t_.net.model().module.get(),
+                           .may_leave_parameters_unused = t_.net.family->may_leave_parameters_unused()},
                           state_);
     record_.status("running", state_.start_epoch, -1);
     try {
@@ -405,7 +289,7 @@ class Trainer {
       }
       return finish();
     } catch (const std::exception& error) {  // any failure: the run folder says so, then main reports it
-      record_.failed(t_.dist ? t_.dist->describe_failure(error) : std::string(error.what()));
+      record_.failed(ranks_.describe_failure(error));
       throw;
     }
   }
@@ -419,8 +303,6 @@ class Trainer {
   void carry_out_stop();
   bool end_epoch();
   std::optional<eval::Validation> validate(models::DetectionModel& model);
-  void log_graph_counts() const;
-  bool val_graphs_logged_ = false;
   bool take_validation(const eval::Validation& validation);
   nlohmann::ordered_json epoch_row(bool is_best, const std::optional<eval::Validation>& validation);
   void set_up_average(int count);
@@ -434,6 +316,7 @@ class Trainer {
   TrainState state_;
   std::unique_ptr<Training> training_;
   Training& t_;
+  RankAgreement ranks_;  // what the ranks of a data-parallel run decide together
   RunRecord record_;
   EagerStepRunner runner_;
   StepLosses losses_;  // the steps' logged values on the device until read
@@ -459,38 +342,38 @@ void Trainer::recover(const Divergence& divergence) {
   if (++recoveries_ > 3) {
     throw RuntimeError(fmt::format("training diverged again after 3 recoveries, the last at {}x the learning rate ({}); "
                                    "{}. Lower lr0 further, check the labels, or train in float32 (amp=false)",
-                                   t_.lr_scale, divergence.what(),
+                                   t_.optim.lr_scale, divergence.what(),
                                    from_last ? fmt::format("{} holds the last good weights", record_.last().string())
                                              : std::string("no checkpoint was written")));
   }
-  const double lr_scale = t_.lr_scale * 0.5;
+  const double lr_scale = t_.optim.lr_scale * 0.5;
   log::warn("{}: reloading {} and training on at half the learning rate (lr x{} from now on; recovery {}/3)",
             divergence.what(), from_last ? record_.last().string() : std::string("the starting weights"), lr_scale,
             recoveries_);
   const models::Checkpoint good = from_last ? models::read_checkpoint(record_.last()) : *start_;
-  t_.optimizer->state().clear();  // a checkpoint written before the first step holds none
-  if (auto* capturable = dynamic_cast<CapturableOptimizer*>(t_.optimizer.get())) capturable->state_loaded();
+  t_.optim.optimizer->state().clear();  // a checkpoint written before the first step holds none
+  if (auto* capturable = dynamic_cast<CapturableOptimizer*>(t_.optim.optimizer.get())) capturable->state_loaded();
   load_run_state(t_, state_, good, /*weights=*/true);
-  t_.lr_scale = lr_scale;  // not the reloaded checkpoint's
-  if (t_.graphs) t_.graphs->invalidate("recovering from a divergence: new optimizer state");
-  t_.apply_schedule(state_.optimizer_steps);
+  t_.optim.lr_scale = lr_scale;  // not the reloaded checkpoint's
+  runner_.state_replaced("recovering from a divergence: new optimizer state");
+  t_.optim.apply_schedule(state_.optimizer_steps);
   state_.epoch = state_.start_epoch;
 }
 
 void Trainer::begin_epoch() {
   const int epoch = state_.epoch;
   const bool close_mosaic = epoch >= state_.epochs - no_aug_epochs_;
-  t_.data.pipeline->set_mosaic_enabled(!close_mosaic);
+  t_.inputs.data.pipeline->set_mosaic_enabled(!close_mosaic);
   if (close_mosaic) {
-    const std::string loss_change = t_.loss->close_augmentation();
+    const std::string loss_change = t_.net.loss->close_augmentation();
     if (epoch == state_.epochs - no_aug_epochs_) {
       log::info("Closing mosaic and mixup for the last {} epochs{}", no_aug_epochs_,
                 loss_change.empty() ? "" : fmt::format(" ({})", loss_change));
     }
   }
-  t_.set_train_mode();
+  t_.net.set_train_mode();
   state_.batch = epoch == state_.start_epoch ? state_.start_batch : 0;
-  t_.loader->start_epoch(epoch, static_cast<std::size_t>(state_.batch));
+  t_.inputs.loader->start_epoch(epoch, static_cast<std::size_t>(state_.batch));
   if (state_.batch == 0) state_.reset_epoch_sums();
   progress_.print_header();
   shown_ = {};
@@ -499,13 +382,13 @@ void Trainer::begin_epoch() {
 void Trainer::train_batches() {
   EpochClock clock;
   // LIBREYOLO_CUDA_SYNC_WARN=1: every host sync of the batches warns (a test counts them)
-  const SyncWarnings sync_warnings(t_.device.is_cuda() && std::getenv("LIBREYOLO_CUDA_SYNC_WARN") != nullptr);
+  const SyncWarnings sync_warnings(t_.place.device.is_cuda() && std::getenv("LIBREYOLO_CUDA_SYNC_WARN") != nullptr);
   while (auto batch = fetch(t_, hooks_, clock)) {
     const bool window_end = state_.batch + 1 - state_.window_start() == state_.window_length();
     hooks_.on_step_start(state_);
     micro_step(*batch, clock);
     hooks_.on_step_end(state_);
-    stop_ = agree_on_stop(t_.dist, hooks_.should_stop(state_));
+    stop_ = ranks_.stop(hooks_.should_stop(state_));
     if (stop_ && (stop_->kind == StopRequest::Kind::finish || window_end)) break;
     stop_.reset();  // an interrupt waits for the end of the accumulation window
   }
@@ -526,7 +409,7 @@ void Trainer::read_losses(std::int64_t last_batch) {
   StepLosses::Values read = losses_.read();
   std::vector<double> values = read.sums;
   values.push_back(read.gradients_finite ? 1.0 : 0.0);
-  average_over_ranks(t_.dist, values);  // a gradient flag below 1: some rank's gradients are not finite
+  ranks_.mean(values);  // a gradient flag below 1: some rank's gradients are not finite
   const std::string where = first == last ? fmt::format("at epoch {}, batch {}", state_.epoch + 1, last)
                                           : fmt::format("at epoch {}, batches {}-{}", state_.epoch + 1, first, last);
   if (!std::isfinite(values[0])) {
@@ -539,29 +422,27 @@ void Trainer::read_losses(std::int64_t last_batch) {
 
 void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
   const std::int64_t window_start = state_.window_start(), window = state_.window_length();
-  // a graphed optimizer step reads the gradients where it was captured: they are zeroed, not freed
-  const bool graphed_gradients = t_.graphs && (t_.graphs->graphs_optimizer() || t_.graphs->graphs_loss());
-  if (state_.batch == window_start) t_.optimizer->zero_grad(/*set_to_none=*/!graphed_gradients);
+  if (state_.batch == window_start) runner_.begin_window();
   at::Tensor x;
   models::TargetBatch targets;
   {
     const auto phase = hooks_.phase(Phase::to_device);
     x = network_input(t_, batch.images, state_);
-    targets = models::pad_targets(batch.targets, x.size(0), x.size(3), x.size(2), t_.graph_label_slots).to(t_.device);
+    targets = runner_.device_targets(batch.targets, x);
     // the images were copied non_blocking: their pinned buffer is recycled once the copy is done
-    if (t_.device.is_cuda()) t_.loader->release_after(batch.images, cuda::completion_marker(t_.device.index()));
+    if (t_.place.device.is_cuda()) t_.inputs.loader->release_after(batch.images, cuda::completion_marker(t_.place.device.index()));
   }
   const models::LossTerms terms = runner_.run(x, targets, static_cast<double>(window));
   // a float16 loss scaler skips steps with overflowed gradients itself; otherwise they are divergence
   const bool window_end = state_.batch + 1 - window_start == window;
-  const at::Tensor grads_ok = window_end && !t_.scaler->enabled() ? gradients_finite(*t_.model().module) : at::Tensor();
+  const at::Tensor grads_ok = window_end && !t_.precision.scaler->enabled() ? gradients_finite(*t_.net.model().module) : at::Tensor();
   losses_.add(terms, state_.loss_names, grads_ok);
   if (losses_.due()) read_losses(state_.batch + 1);  // before the optimizer step: a divergence read here keeps the weights
   ++state_.batch;
-  if (window_end) optimizer_step(t_, state_, hooks_);
+  if (window_end) runner_.optimizer_step(state_);
   clock.images += x.size(0);
   shown_ = {.epoch = state_.epoch + 1, .epochs = state_.epochs,
-            .memory_gb = t_.device.is_cuda() ? cuda::cuda_reserved_bytes(t_.device.index()) / 1e9 : 0.0,
+            .memory_gb = t_.place.device.is_cuda() ? cuda::cuda_reserved_bytes(t_.place.device.index()) / 1e9 : 0.0,
             .losses = state_.loss_means(), .instances = batch.targets.size(0), .size = static_cast<int>(x.size(3)),
             .done = static_cast<std::size_t>(state_.batch), .total = static_cast<std::size_t>(state_.batches_per_epoch),
             .elapsed = clock.elapsed(), .images_per_second = clock.images / std::max(clock.elapsed(), 1e-9),
@@ -591,15 +472,11 @@ bool Trainer::end_epoch() {
   state_.last_epoch_loss = state_.seen ? state_.total_sum / static_cast<double>(state_.seen) : std::nan("");
   const bool final_epoch = epoch + 1 == state_.epochs;
   if (final_epoch && precise_bn_ > 0) precise_batch_norm(t_, state_, precise_bn_);
-  check_weights_agree(t_.dist, *t_.model().module, epoch);
-  if (t_.dist) {  // with sync_bn only precise_bn's per-rank statistics of the EMA model differ
-    average_batch_norm_statistics(t_.dist, *t_.model().module);
-    if (t_.ema) average_batch_norm_statistics(t_.dist, *t_.ema_model.module);
-  }
+  ranks_.align_models(*t_.net.model().module, t_.net.ema ? t_.net.ema_model.module.get() : nullptr, epoch);
   std::optional<eval::Validation> validation;
   if (t_.validator && ((eval_interval_ > 0 && (epoch + 1) % eval_interval_ == 0) || final_epoch)) {
     try {
-      validation = validate(t_.evaluated_model());
+      validation = validate(t_.net.evaluated_model());
     } catch (const std::exception&) {  // the epoch's weights are kept before the error goes on
       record_.save(record_.last(), epoch, 0);
       log::warn("validation after epoch {} failed; {} holds the epoch's weights", epoch + 1, record_.last().string());
@@ -607,7 +484,7 @@ bool Trainer::end_epoch() {
     }
   }
   const bool is_best = validation && take_validation(*validation);
-  if (validation && final_epoch && save_plots_ && t_.main_process()) write_plots(*validation);
+  if (validation && final_epoch && save_plots_ && t_.place.main_process()) write_plots(*validation);
   record_.save(record_.last(), epoch, 0);  // first: results.csv never has a row that no checkpoint holds
   record_.add_epoch(epoch_row(is_best, validation));
   if (is_best) {
@@ -626,7 +503,7 @@ bool Trainer::end_epoch() {
     ++state_.epoch;
     return true;
   }
-  if ((stop_ = agree_on_stop(t_.dist, hooks_.should_stop(state_)))) {  // arrived during validation or saving: last.pt already holds this epoch
+  if ((stop_ = ranks_.stop(hooks_.should_stop(state_)))) {  // arrived during validation or saving: last.pt already holds this epoch
     record_.status(stop_->state, epoch + 1, -1);
     if (stop_->kind == StopRequest::Kind::interrupt) log::warn("{} after epoch {}: {} holds it (resume with model={} resume=true)", stop_->message, epoch + 1,
               record_.last().string(), record_.last().string());
@@ -640,46 +517,14 @@ std::optional<eval::Validation> Trainer::validate(models::DetectionModel& model)
   if (val_loss_) {
     loss = eval::ValidationLoss{.forward_raw = model.forward_raw,
                                 .loss = [this](const std::vector<at::Tensor>& maps, const models::TargetBatch& targets) {
-                                  return (*t_.loss)(maps, targets);
+                                  return (*t_.net.loss)(maps, targets);
                                 },
                                 .names = state_.loss_names};
   }
-  const NetworkFunction network = [&](const at::Tensor& x) {
-    AutocastGuard guard(t_.device.type(), t_.amp_dtype, t_.autocast && t_.device.is_cuda(), /*cache=*/!t_.val_graphs);
-    return model.forward(x);
-  };
-  auto validation = t_.validator->run([&](const at::Tensor& x) {
-    return t_.val_graphs ? t_.val_graphs->forward(x, network) : network(x);  // a graph per recurring batch shape
-  }, loss ? &*loss : nullptr);
-  if (t_.val_graphs) {
-    if (!val_graphs_logged_ && t_.val_graphs->captures() > 0) {
-      log::info("cuda_graph: validation replays {} of {} batches from {} graphs (one per recurring batch shape)",
-                t_.val_graphs->replays(), t_.val_graphs->replays() + t_.val_graphs->eager(), t_.val_graphs->captures());
-      val_graphs_logged_ = true;
-    }
-    t_.val_graphs->reset();  // their memory goes back to training
-  }
-  t_.set_train_mode();
+  auto validation = t_.validator->run(runner_.validation_network(model), loss ? &*loss : nullptr);
+  runner_.end_validation();
+  t_.net.set_train_mode();
   return validation;
-}
-
-// How much of the run the graphs carried (batches of other shapes, the first ones, run eager).
-void Trainer::log_graph_counts() const {
-  const GraphManager& g = *t_.graphs;
-  const GraphManager::Counts& c = g.counts();
-  std::vector<std::string> parts;
-  if (c.step_replays + c.step_eager > 0) {
-    parts.push_back(fmt::format("{} of {} batches replayed from the step graph", c.step_replays, c.step_replays + c.step_eager));
-  }
-  if (c.replays + c.eager + c.eager_after_capture > 0) {
-    parts.push_back(fmt::format("{} of {} network passes replayed", c.replays, c.replays + c.eager + c.eager_after_capture));
-  }
-  if (c.optimizer_replays + c.optimizer_eager + c.optimizer_captures > 0 && g.graphs_optimizer()) {
-    parts.push_back(fmt::format("{} of {} optimizer steps replayed", c.optimizer_replays,
-                                c.optimizer_replays + c.optimizer_eager + c.optimizer_captures));
-  }
-  if (g.disabled()) parts.push_back("then disabled: " + *g.disabled_reason());
-  if (!parts.empty()) log::info("cuda_graph: {}", fmt::join(parts, "; "));
 }
 
 // Best-model bookkeeping, the table and the average pool for a validation; true when it is the best.
@@ -692,15 +537,15 @@ bool Trainer::take_validation(const eval::Validation& validation) {
     state_.best_map50_95 = validation.coco.map50_95();
     state_.best_epoch = state_.epoch + 1;
   }
-  const std::string table = eval::format_table(validation, t_.data.spec.names);
-  if (!config_.get_bool("quiet") && t_.main_process()) fmt::print(stderr, "{}", table);
+  const std::string table = eval::format_table(validation, t_.inputs.data.spec.names);
+  if (!config_.get_bool("quiet") && t_.place.main_process()) fmt::print(stderr, "{}", table);
   log::to_file(table);
   log::info("Validation - mAP50: {:.4f}, mAP50-95: {:.4f} ({:.1f}s)", validation.coco.map50(), validation.coco.map50_95(),
             validation.seconds);
-  if (average_ && average_->consider(models::state_dict(*t_.evaluated_model().module), metric)) {
+  if (average_ && average_->consider(models::state_dict(*t_.net.evaluated_model().module), metric)) {
     log::info("average_best: admitted snapshot ({}={:.5f}, pool {}/{})", state_.metric_name, metric, average_->size(),
               average_->capacity());
-    if (t_.main_process()) average_->save(record_.weights_dir() / "average_pool.pt");
+    if (t_.place.main_process()) average_->save(record_.weights_dir() / "average_pool.pt");
   }
   return is_best;
 }
@@ -727,7 +572,7 @@ nlohmann::ordered_json Trainer::epoch_row(bool is_best, const std::optional<eval
     for (const auto& item : last_metrics_.items()) row[item.key()] = item.value();
     for (const auto& [name, value] : validation->losses) row["val/" + name] = value;
   }
-  for (std::size_t g = 0; g < t_.optimizer->param_groups().size(); ++g) row[fmt::format("lr/group{}", g)] = learning_rate(*t_.optimizer, g);
+  for (std::size_t g = 0; g < t_.optim.optimizer->param_groups().size(); ++g) row[fmt::format("lr/group{}", g)] = learning_rate(*t_.optim.optimizer, g);
   row["epoch_time"] = state_.epoch_seconds;
   row["data_wait_share"] = state_.data_share;
   return row;
@@ -737,18 +582,18 @@ void Trainer::set_up_average(int count) {
   average_.emplace(count);
   log::info("Averaging the {} best checkpoints by {} (weights/average.pt at the end of training)", count, state_.metric_name);
   const fs::path pool = record_.weights_dir() / "average_pool.pt";
-  if (t_.resume && fs::exists(pool)) log::info("average_best: restored {} snapshot(s) from {}", average_->load(pool), pool.string());
+  if (t_.place.resume && fs::exists(pool)) log::info("average_best: restored {} snapshot(s) from {}", average_->load(pool), pool.string());
 }
 
 // weights/average.pt: the pool's average, validated, with LibreYOLO's average_* metadata.
 void Trainer::write_average() {
   const auto averaged = average_->average();
   if (!averaged) return;
-  models::DetectionModel model = models::build_model(t_.loaded.name, t_.class_count, t_.loaded.class_hidden);
-  if (t_.use_aux) model.enable_aux();
+  models::DetectionModel model = models::build_model(t_.net.loaded.name, t_.inputs.class_count, t_.net.loaded.class_hidden);
+  if (t_.net.use_aux) model.enable_aux();
   models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(averaged->begin(), averaged->end()), true);
-  model.module->to(t_.device);
-  if (t_.channels_last) models::to_channels_last(*model.module);
+  model.module->to(t_.place.device);
+  if (t_.net.channels_last) models::to_channels_last(*model.module);
   std::optional<eval::Validation> validation;
   if (t_.validator) {
     log::info("average_best: validating the averaged weights");
@@ -761,14 +606,14 @@ void Trainer::write_average() {
   c.set_extra("average_metric_key", state_.metric_name);
   if (validation) c.set_extra("average_metric_value", metric_value(*validation, state_.metric_name));
   const fs::path path = record_.weights_dir() / "average.pt";
-  if (t_.main_process()) models::write_checkpoint(path, c);
+  if (t_.place.main_process()) models::write_checkpoint(path, c);
   log::info("average_best: wrote {} from {} snapshots ({} {})", path.string(), average_->size(), state_.metric_name,
             fmt::join(average_->metrics(), ", "));
 }
 
 void Trainer::write_plots(const eval::Validation& validation) {
   const fs::path dir = run_dir_ / "val";
-  const auto written = eval::write_validation_plots(dir, validation, t_.data.spec.names, t_.validator->dataset(),
+  const auto written = eval::write_validation_plots(dir, validation, t_.inputs.data.spec.names, t_.validator->dataset(),
                                                     static_cast<int>(config_.get_int("plot_samples")));
   log::info("save_plots: {} files in {}", written, dir.string());
 }
@@ -792,7 +637,7 @@ TrainOutcome Trainer::finish() {
   if (state_.best_epoch) result["best_checkpoint"] = (record_.weights_dir() / "best.pt").string();
   if (average_ && !stop_ && average_->size()) result["average_checkpoint"] = (record_.weights_dir() / "average.pt").string();
   result["seconds"] = record_.elapsed();
-  if (t_.graphs) log_graph_counts();
+  if (const std::string summary = runner_.graph_summary(); !summary.empty()) log::info("cuda_graph: {}", summary);
   hooks_.on_train_end(state_, result);
   if (!stop_) {
     record_.status("completed", state_.epoch, 0);
@@ -808,8 +653,7 @@ TrainOutcome Trainer::finish() {
 }  // namespace
 
 TrainOutcome run_training(const config::Config& config, const fs::path& run_dir, HookList& hooks, Collectives* dist) {
-  const bool main_process = !dist || dist->rank() == 0;
-  if (main_process) log::set_file((run_dir / "train.log").string());
+  if (Placement{.dist = dist}.main_process()) log::set_file((run_dir / "train.log").string());
   struct LogFileScope { ~LogFileScope() { log::clear_file(); } } log_file_scope;
   return Trainer(config, run_dir, hooks, dist).run();
 }

@@ -155,3 +155,15 @@ TEST_CASE("Module layering: core does not reach into models, train does not know
     }
   }
 }
+
+TEST_CASE("The loop leaves CUDA graphs to the step runner and data-parallel agreement to RankAgreement", "[support]") {
+  // trainer.cpp decides what happens; how a step runs (eager or replayed) and how the ranks agree
+  // live behind train/step_runner.h and train/rank_agreement.h
+  const std::regex reaches(R"re(\bgraphs\.|GraphManager|InferenceGraphs|place\.dist|\bdist->|->(sum|max|gather_rows)\()re");
+  const std::string loop = test_util::read_all(source_root() / "lib/train/trainer.cpp");
+  std::smatch found;
+  INFO("lib/train/trainer.cpp reaches " << (std::regex_search(loop, found, reaches) ? found.str() : std::string()));
+  CHECK_FALSE(std::regex_search(loop, reaches));
+  CHECK(std::regex_search(std::string("if (t_.graphs.training) t_.dist->max(vote);"), reaches));  // the pattern finds what it forbids
+  CHECK(loop.find("runner_.optimizer_step") != std::string::npos);
+}
