@@ -25,6 +25,15 @@ struct DetectionModel {
   // training outputs, as the family's loss takes them. Empty: the YOLO heads, trained on forward's
   // (or forward_aux's) maps.
   std::function<std::vector<at::Tensor>(const at::Tensor&, const TargetBatch&)> forward_train;
+  // forward_train split where a CUDA graph's region ends (Family::graph_region() backbone_encoder):
+  // `run` is the region (tensors in, tensors out), `modules` hold its parameters and buffers,
+  // `rest` finishes the training forward from the input, the region's outputs and the targets.
+  // forward_train(x, t) == rest(x, run(x), t). Empty `run`: forward_train has no such split.
+  struct Region {
+    std::vector<std::shared_ptr<torch::nn::Module>> modules;
+    std::function<std::vector<at::Tensor>(const at::Tensor&)> run;
+    std::function<std::vector<at::Tensor>(const at::Tensor&, const std::vector<at::Tensor>&, const TargetBatch&)> rest;
+  } train_region;
   std::function<void()> fuse;                                          // for inference
   // YOLOv9's PGI auxiliary branch, for training; both empty for YOLOX. forward_aux returns the
   // (main, auxiliary) maps once enable_aux() has attached the branch.

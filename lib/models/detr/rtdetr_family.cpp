@@ -98,19 +98,28 @@ class RtdetrFamily final : public Family {
       return std::vector<at::Tensor>{out.last.logits, out.last.boxes};
     };
     model.forward_raw = [net](const at::Tensor& x) mutable { return pack_outputs(net->forward(x), x.size(3), x.size(2)); };
-    model.forward_train = [net, class_count](const at::Tensor& x, const TargetBatch& targets) mutable {
-      const DenoisingQueries queries = [&] {
-        const StepPart part("denoising");  // a named phase in the profiler
-        const DetrTargets detr = detr_targets(targets, x.size(3), x.size(2));
-        const DenoisingOptions options{.classes = class_count, .queries = kQueries};
-        const std::int64_t count = denoising_shape(detr.counts, options).first;
-        // the run's seeded generator: its state is what a checkpoint saves and a resumed run restores
-        const DenoisingNoise noise = draw_denoising_noise(static_cast<std::int64_t>(detr.counts.size()), count, class_count,
-                                                          at::detail::getDefaultCPUGenerator());
-        return make_denoising_queries(detr, options, noise);
-      }();
+    // the denoising queries of a batch: drawn from the run's seeded generator, whose state is what a
+    // checkpoint saves and a resumed run restores
+    const auto denoising = [class_count](const at::Tensor& x, const TargetBatch& targets) {
+      const StepPart part("denoising");  // a named phase in the profiler
+      const DetrTargets detr = detr_targets(targets, x.size(3), x.size(2));
+      const DenoisingOptions options{.classes = class_count, .queries = kQueries};
+      const std::int64_t count = denoising_shape(detr.counts, options).first;
+      const DenoisingNoise noise = draw_denoising_noise(static_cast<std::int64_t>(detr.counts.size()), count, class_count,
+                                                        at::detail::getDefaultCPUGenerator());
+      return make_denoising_queries(detr, options, noise);
+    };
+    model.forward_train = [net, denoising](const at::Tensor& x, const TargetBatch& targets) mutable {
+      const DenoisingQueries queries = denoising(x, targets);
       return pack_outputs(net->forward(x, &queries), x.size(3), x.size(2));
     };
+    model.train_region = {.modules = net->encode_modules(),
+                          .run = [net](const at::Tensor& x) mutable { return net->encode(x); },
+                          .rest = [net, denoising](const at::Tensor& x, const std::vector<at::Tensor>& features,
+                                                   const TargetBatch& targets) mutable {
+                            const DenoisingQueries queries = denoising(x, targets);
+                            return pack_outputs(net->decode(features, &queries), x.size(3), x.size(2));
+                          }};
     model.fuse = [] {};
     return model;
   }

@@ -61,7 +61,15 @@ RtdetrModelImpl::RtdetrModelImpl(const RtdetrOptions& options) : options_(option
 }
 
 DetrOutputs RtdetrModelImpl::forward(const torch::Tensor& images, const DenoisingQueries* denoising) {
-  return decoder_->forward(encoder_->forward(backbone_->forward(images)), denoising);
+  return decode(encode(images), denoising);
+}
+
+std::vector<torch::Tensor> RtdetrModelImpl::encode(const torch::Tensor& images) {
+  return encoder_->forward(backbone_->forward(images));
+}
+
+DetrOutputs RtdetrModelImpl::decode(const std::vector<torch::Tensor>& features, const DenoisingQueries* denoising) {
+  return decoder_->forward(features, denoising);
 }
 
 }  // namespace libreyolo::models::detr

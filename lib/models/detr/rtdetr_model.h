@@ -42,6 +42,12 @@ class RtdetrModelImpl : public torch::nn::Module {
   explicit RtdetrModelImpl(const RtdetrOptions& options);
   // `denoising`: the training batch's denoising queries (train mode only).
   DetrOutputs forward(const torch::Tensor& images, const DenoisingQueries* denoising = nullptr);
+  // forward() in two parts: the backbone and the encoder (tensors in, tensors out: the region a
+  // CUDA graph may hold), then the decoder, whose denoising queries follow each batch's targets.
+  std::vector<torch::Tensor> encode(const torch::Tensor& images);
+  DetrOutputs decode(const std::vector<torch::Tensor>& features, const DenoisingQueries* denoising = nullptr);
+  // The modules encode() runs (their parameters and buffers are a graph's).
+  std::vector<std::shared_ptr<torch::nn::Module>> encode_modules() const { return {backbone_.ptr(), encoder_.ptr()}; }
   const RtdetrOptions& options() const { return options_; }
   const RtdetrDecoderOptions& decoder_options() const { return decoder_->options(); }
 

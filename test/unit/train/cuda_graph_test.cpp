@@ -636,3 +636,44 @@ TEST_CASE("cuda_graph_scope=loss on YOLOX: its loss stays eager, the network is 
   CHECK(log.captures == 2);
   fs::remove_all(dir);
 }
+
+TEST_CASE("RT-DETR under cuda_graph=true (a fake backend on the CPU): backbone and encoder captured, the decoder eager, the run eager trains", "[graph][trainer][detr]") {
+  fix_thread_count();
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("libreyolo_graph_rtdetr_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto synth = libreyolo::data::write_synthetic_dataset({.out = dir / "ds", .train_images = 8, .val_images = 2, .image_size = 160});
+  // 4 batches an epoch, 2 epochs: the 3rd batch is captured, it and the 5 after it replay
+  const std::vector<std::string> arguments{"model=rtdetr-r18", "data=" + synth.yaml.string(), "epochs=2", "batch=2",
+                                           "imgsz=160", "workers=0", "val=false", "quiet=true", "plots=false", "cuda_graph=true"};
+  const auto config = libreyolo::models::parse_arguments(libreyolo::config::command_train, arguments);
+  FakeBackend::Log log;
+  for (const char* run : {"eager", "graphed"}) {
+    if (std::string(run) == "graphed") {
+      set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
+    }
+    fs::create_directories(dir / run);
+    HookList hooks;
+    run_training(config, dir / run, hooks);
+    set_cpu_capture_backend_for_tests({});
+  }
+  CHECK(log.captures == 2);     // the region's forward and backward, once
+  CHECK(log.replays == 2 * 6);  // batches 3 to 8
+  // the decoder's gradients reach the graphed encoder's: every weight trains as eager's
+  const auto eager = trained_weights(dir / "eager"), graphed = trained_weights(dir / "graphed");
+  REQUIRE(eager.size() == graphed.size());
+  std::size_t decoder = 0;
+  for (const auto& [name, tensor] : eager) {
+    if (!tensor.is_floating_point()) continue;
+    decoder += name.starts_with("decoder.");
+    INFO(name);
+    CHECK(at::allclose(graphed.at(name), tensor, 1e-4, 1e-6));
+  }
+  CHECK(decoder > 0);
+  const std::string text = read_text(dir / "graphed" / "train.log");
+  CHECK(text.find("cuda_graph: the backbone and encoder's forward and backward are captured on the 3rd batch of a shape") != std::string::npos);
+  CHECK(text.find("the decoder (its denoising queries follow each batch's targets) and the loss stay eager") != std::string::npos);
+  CHECK(text.find("captured training forward/backward at input shape 2x3x160x160") != std::string::npos);
+  CHECK(text.find("ignored") == std::string::npos);  // not the eager fallback
+  fs::remove_all(dir);
+}
