@@ -80,6 +80,7 @@ struct LoadedModel {
   std::filesystem::path weights;  // empty when built from scratch
   int image_size = 0;             // the checkpoint's imgsz (0 when built from scratch)
   int class_hidden = 0;           // YOLOv9's class-tower width, for rebuilding (build_model)
+  bool fine_tune = false;         // built in the family's form for training from weights (build_model)
 };
 
 // `model=` as users write it: yolo9-s / yolox-s (from scratch with `class_count` classes), a

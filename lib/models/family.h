@@ -70,7 +70,11 @@ class Family {
   virtual std::string_view name() const = 0;  // "yolo9", "yolox"
 
   // `class_hidden`: YOLOv9's class-tower width (0 = the head formula's); others ignore it.
-  virtual DetectionModel build(const std::string& size, int class_count, int class_hidden) const = 0;
+  // `fine_tune`: the form the family trains from weights in (fine_tune_form), else from scratch.
+  virtual DetectionModel build(const std::string& size, int class_count, int class_hidden, bool fine_tune) const = 0;
+  // What building with fine_tune changes, for the log ("the backbone's stem frozen"); empty where
+  // a family trains weights and scratch alike (the YOLO heads).
+  virtual std::string fine_tune_form(const std::string& size) const { (void)size; return {}; }
   // The class-tower width a named model trains at (LibreYOLO builds it at COCO geometry), and the
   // width a state dict holds; 0 where the family has no such choice.
   virtual int named_class_hidden(const std::string& size) const { (void)size; return 0; }

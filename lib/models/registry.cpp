@@ -59,8 +59,8 @@ void to_channels_last(torch::nn::Module& module) {
   }
 }
 
-DetectionModel build_model(const ModelName& name, int class_count, int class_hidden) {
-  return family(name.family).build(name.size, class_count, class_hidden);
+DetectionModel build_model(const ModelName& name, int class_count, int class_hidden, bool fine_tune) {
+  return family(name.family).build(name.size, class_count, class_hidden, fine_tune);
 }
 
 double model_gflops(const std::function<void()>& run) {

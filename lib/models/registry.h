@@ -43,7 +43,8 @@ struct DetectionModel {
 
 // Throws ModelError for an unknown family or size. Weights files go through load_model (checkpoint.h).
 // `class_hidden`: YOLOv9's class-tower width (0 = max(ch0, min(nc, 100))); YOLOX ignores it.
-DetectionModel build_model(const ModelName& name, int class_count, int class_hidden = 0);
+// `fine_tune`: the family's form for training from weights (Family::fine_tune_form).
+DetectionModel build_model(const ModelName& name, int class_count, int class_hidden = 0, bool fine_tune = false);
 
 // Stores every 4-D parameter and buffer (the convolution weights) channels-last (NHWC), in place:
 // oneDNN's CPU convolutions, and cuDNN's under AMP, run faster on that layout. Values, names and

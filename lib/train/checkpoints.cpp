@@ -39,6 +39,7 @@ models::Checkpoint make_checkpoint(Training& t, const TrainState& state, int epo
   c.set_extra("optimizer", optimizer_state(*t.optim.optimizer));
   c.set_extra("train_model", models::tensor_dict(models::state_dict(*t.net.model().module)));
   c.set_extra("is_ema_weights", static_cast<bool>(t.net.ema));
+  if (t.net.loaded.fine_tune) c.set_extra("fine_tune", true);  // a resumed run keeps the family's fine-tune form
   if (t.net.ema) c.set_extra("ema_updates", t.net.ema->updates());
   c.set_extra("config", config_value(t.config));
   if (t.optim.lr_scale != 1.0) c.set_extra("lr_scale", t.optim.lr_scale);  // a recovered divergence lowered the learning rate

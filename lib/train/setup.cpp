@@ -197,6 +197,7 @@ void set_up_model(Training& t) {
   if (loaded.class_count != t.inputs.class_count) {  // pretrained weights for another class count: keep the backbone
     const auto pretrained = models::state_dict(*loaded.model.module);
     loaded.model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden);
+    loaded.fine_tune = false;  // the form is chosen below
     const std::size_t kept = load_matching(*loaded.model.module, pretrained);
     log::info("Transferred {}/{} tensors from {} (nc {} -> {})", kept, models::state_dict(*loaded.model.module).size(),
               loaded.weights.string(), loaded.class_count, t.inputs.class_count);
@@ -215,10 +216,25 @@ void set_up_model(Training& t) {
               models::state_dict(*loaded.model.module).size());
   } else if (pretrained == "false" && !t.place.resume && !loaded.weights.empty()) {
     loaded.model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden);
+    loaded.fine_tune = false;
     log::info("pretrained=false: training {} from scratch; the weights in {} are not loaded", loaded.model.display_name,
               loaded.weights.string());
   }
   t.net.family = &models::family(loaded.name.family);
+  // Training from weights (a weights file, pretrained=<path>), the family's fine-tune form, as
+  // LibreYOLO builds a model it loads weights into (RT-DETR: the stem frozen); a resumed run keeps
+  // the form it started in (a checkpoint without the mark: from scratch, the only form before).
+  const bool from_weights = t.place.resume ? (t.checkpoint->extra("fine_tune") && t.checkpoint->extra("fine_tune")->isBool() &&
+                                              t.checkpoint->extra("fine_tune")->toBool())
+                                           : pretrained != "false" && (!loaded.weights.empty() || pretrained != "true");
+  const std::string form = t.net.family->fine_tune_form(loaded.name.size);
+  if (const bool fine_tune = from_weights && !form.empty(); fine_tune != loaded.fine_tune) {
+    const auto weights = models::state_dict(*loaded.model.module);
+    loaded.model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden, fine_tune);
+    loaded.fine_tune = fine_tune;
+    load_matching(*loaded.model.module, weights);
+  }
+  if (loaded.fine_tune) log::info("{} from weights: {} (LibreYOLO's fine-tune form)", loaded.model.display_name, form);
   models::DetectionModel& model = loaded.model;
   // PGI (YOLOv9): the auxiliary branch trains beside the main head, its losses added at aux_weight;
   // validation and inference use the main head only. A resumed run keeps the branch it was saved with.
@@ -257,7 +273,7 @@ void set_up_model(Training& t) {
   log::info("{}: {} parameters, device {}{}", model.display_name, parameters, t.place.device.str(), t.net.channels_last ? ", channels-last" : "");
 
   if (config.get_bool("ema")) {
-    t.net.ema_model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden);
+    t.net.ema_model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden, loaded.fine_tune);
     if (t.net.use_aux) t.net.ema_model.enable_aux();
     t.net.ema_model.module->to(t.place.device);
     if (t.net.channels_last) models::to_channels_last(*t.net.ema_model.module);

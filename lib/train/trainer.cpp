@@ -589,7 +589,8 @@ void Trainer::set_up_average(int count) {
 void Trainer::write_average() {
   const auto averaged = average_->average();
   if (!averaged) return;
-  models::DetectionModel model = models::build_model(t_.net.loaded.name, t_.inputs.class_count, t_.net.loaded.class_hidden);
+  models::DetectionModel model = models::build_model(t_.net.loaded.name, t_.inputs.class_count, t_.net.loaded.class_hidden,
+                                                     t_.net.loaded.fine_tune);
   if (t_.net.use_aux) model.enable_aux();
   models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(averaged->begin(), averaged->end()), true);
   model.module->to(t_.place.device);

@@ -87,9 +87,10 @@ class RtdetrLoss final : public TrainingLoss {
 class RtdetrFamily final : public Family {
  public:
   std::string_view name() const override { return "rtdetr"; }
-  DetectionModel build(const std::string& size, int class_count, int) const override {
-    // From scratch: what a run without pretrained= trains (the backbone's norms train, nothing frozen).
-    RtdetrModel net(RtdetrOptions{.size = size, .classes = class_count, .queries = kQueries, .scratch = true});
+  // From scratch the backbone's norms train and nothing is frozen; from weights (LibreYOLO's
+  // non-scratch build) the stem is frozen, and r50 and up freeze the backbone's BatchNorm layers.
+  DetectionModel build(const std::string& size, int class_count, int, bool fine_tune) const override {
+    RtdetrModel net(RtdetrOptions{.size = size, .classes = class_count, .queries = kQueries, .scratch = !fine_tune});
     DetectionModel model;
     model.display_name = fmt::format("RT-DETR-{}", size);
     model.module = net.ptr();
@@ -122,6 +123,9 @@ class RtdetrFamily final : public Family {
                           }};
     model.fuse = [] {};
     return model;
+  }
+  std::string fine_tune_form(const std::string& size) const override {
+    return rtdetr_config(size).frozen_norm ? "the backbone's stem and BatchNorm layers frozen" : "the backbone's stem frozen";
   }
   std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "encoder.", "decoder."}; }
   bool recognises_key(std::string_view name) const override {

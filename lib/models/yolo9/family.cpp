@@ -36,7 +36,7 @@ class Yolo9Loss final : public TrainingLoss {
 class Yolo9Family final : public Family {
  public:
   std::string_view name() const override { return "yolo9"; }
-  DetectionModel build(const std::string& size, int class_count, int class_hidden) const override {
+  DetectionModel build(const std::string& size, int class_count, int class_hidden, bool) const override {
     yolo9::Model net(size, class_count, class_hidden);
     DetectionModel model;
     model.display_name = fmt::format("YOLOv9-{}", size);

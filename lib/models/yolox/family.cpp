@@ -33,7 +33,7 @@ class YoloxLoss final : public TrainingLoss {
 class YoloxFamily final : public Family {
  public:
   std::string_view name() const override { return "yolox"; }
-  DetectionModel build(const std::string& size, int class_count, int) const override {
+  DetectionModel build(const std::string& size, int class_count, int, bool) const override {
     yolox::Model net(size, class_count);
     DetectionModel model;
     model.display_name = fmt::format("YOLOX-{}", size);

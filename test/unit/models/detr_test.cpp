@@ -77,7 +77,7 @@ TEST_CASE("RT-DETR family: packed outputs round-trip, targets normalise, the los
   CHECK(family.input_fit() == libreyolo::data::InputFit::stretch);
   CHECK(family.graph_region() == libreyolo::models::GraphRegion::backbone_encoder);
   at::manual_seed(3);
-  libreyolo::models::DetectionModel model = family.build("r18", 4, 0);
+  libreyolo::models::DetectionModel model = family.build("r18", 4, 0, false);
   REQUIRE(model.forward_train);
 
   // too small an input for 300 queries: a usage error that says what to do
@@ -151,7 +151,7 @@ TEST_CASE("RT-DETR optimizer groups: backbone at lr_backbone, no decay on norms 
 
   // every trainable parameter of the model falls in one of the four groups
   const libreyolo::models::Family& family = libreyolo::models::family("rtdetr");
-  const auto model = family.build("r18", 80, 0);
+  const auto model = family.build("r18", 80, 0, false);
   std::set<int> seen;
   for (const auto& p : model.module->named_parameters()) seen.insert(rules(p.key()).group);
   CHECK(seen == std::set<int>{0, 1, 2, 3});

@@ -183,3 +183,42 @@ TEST_CASE("freeze=2 keeps the first two layer groups (weights and BatchNorm stat
   CHECK(frozen >= 8);
   CHECK(moved > 10);  // the rest trained
 }
+
+TEST_CASE("RT-DETR from weights trains in LibreYOLO's fine-tune form (the stem frozen), and a resumed run keeps it", "[trainer][detr]") {
+  TempDir dir;
+  const auto synth = data::write_synthetic_dataset({.out = dir.path / "ds", .train_images = 4, .val_images = 2, .image_size = 160});
+  const auto train = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> arguments{"data=" + synth.yaml.string(), "batch=2", "imgsz=160", "workers=0", "val=false",
+                                       "quiet=true", "plots=false", "lr0=0.001", "lr_backbone=0.001"};
+    arguments.insert(arguments.end(), extra.begin(), extra.end());
+    fs::create_directories(dir.path / name);
+    train::HookList hooks;
+    train::run_training(models::parse_arguments(config::command_train, arguments), dir.path / name, hooks);
+    return models::read_checkpoint(dir.path / name / "weights" / "last.pt");
+  };
+  const auto raw = [](const models::Checkpoint& c) {
+    std::map<std::string, at::Tensor> tensors;
+    for (const auto& entry : c.extra("train_model")->toGenericDict()) tensors[entry.key().toStringRef()] = entry.value().toTensor();
+    return tensors;
+  };
+  const std::string stem = "backbone.conv1.conv1_1.conv.weight", stage = "backbone.res_layers.0.blocks.0.branch2a.conv.weight";
+  const auto scratch = train("scratch", {"model=rtdetr-r18", "epochs=1"});
+  CHECK_FALSE(scratch.extra("fine_tune"));  // from scratch: nothing frozen, no mark
+  CHECK(test_util::read_all(dir.path / "scratch" / "train.log").find("fine-tune form") == std::string::npos);
+
+  const std::string weights = (dir.path / "scratch" / "weights" / "last.pt").string();
+  const auto tuned = train("tuned", {"model=" + weights, "epochs=1"});
+  CHECK(test_util::read_all(dir.path / "tuned" / "train.log").find("RT-DETR-r18 from weights: the backbone's stem frozen (LibreYOLO's fine-tune form)") != std::string::npos);
+  REQUIRE(tuned.extra("fine_tune"));
+  CHECK(tuned.extra("fine_tune")->toBool());
+  REQUIRE(raw(tuned).count(stage));
+  // a weights file's `model` (the EMA's weights) is what the new run starts from
+  const std::map<std::string, at::Tensor> start(scratch.model.begin(), scratch.model.end());
+  CHECK(at::equal(raw(tuned).at(stem), start.at(stem)));       // the stem did not train
+  CHECK_FALSE(at::equal(raw(tuned).at(stage), start.at(stage)));  // the first stage did
+
+  const auto resumed = train("tuned", {"model=" + (dir.path / "tuned" / "weights" / "last.pt").string(), "resume=true", "epochs=2"});
+  CHECK(test_util::read_all(dir.path / "tuned" / "train.log").find("fine-tune form") != std::string::npos);
+  CHECK(resumed.extra("fine_tune"));
+  CHECK(at::equal(raw(resumed).at(stem), start.at(stem)));
+}
