@@ -150,14 +150,15 @@ Sample TrainPipeline::detr_sample(std::size_t index, Draw& draw) const {
   SampleRandom& random = draw.random;
   const cv::Size input(augment_.image_size, augment_.image_size);
   Sample out = dataset_.load_original(index);  // one resize, the stretch (LibreYOLO's wants_unresized_image)
-  const Sample original{out.image.clone(), out.boxes};  // HSV works in place
-  if (random.chance(augment_.hsv_prob)) hsv_additive(out.image, 5, 30, 30, random);
+  const bool had_boxes = !out.boxes.empty();
+  if (random.chance(augment_.hsv_prob)) hsv_additive(out.image, 5, 30, 30, random);  // in place: a fresh decode
   if (random.chance(augment_.flip_lr)) flip_horizontal_in_place(out);
   if (random.chance(augment_.flip_ud)) flip_vertical_in_place(out);
   Sample fitted = stretch_to(out, input);
-  if (original.boxes.empty()) return fitted;
+  if (!had_boxes) return fitted;
   drop_small_boxes(fitted.boxes, input, 1.0f);
-  if (fitted.boxes.empty()) fitted = stretch_to(original, input);
+  // rare: decoded again rather than an untouched copy kept for every sample
+  if (fitted.boxes.empty()) fitted = stretch_to(dataset_.load_original(index), input);
   return fitted;
 }
 

@@ -565,8 +565,9 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   j["peak_vram_mb"] = number_or_null(summary ? summary->peak_vram_mb : std::nullopt, 1);
   j["window"] = {{"wall_ms", rounded(wall_ms, 3)}, {"real_steps", steps}, {"ops_steps", op_steps},
                  {"ops_window", summary && summary->ops_in_synced_half ? "synced" : "real"}};
-  j["composition_ms"] = summary ? summary_to_json(*summary)["composition_ms"] : nlohmann::ordered_json(nullptr);
-  j["parts_ms"] = summary ? summary_to_json(*summary)["parts_ms"] : nlohmann::ordered_json(nullptr);
+  const nlohmann::ordered_json summary_json = summary ? summary_to_json(*summary) : nlohmann::ordered_json(nullptr);
+  j["composition_ms"] = summary ? summary_json["composition_ms"] : nlohmann::ordered_json(nullptr);
+  j["parts_ms"] = summary ? summary_json["parts_ms"] : nlohmann::ordered_json(nullptr);
   j["distributed"] = communication.json;
 
   // `profile get` names (metric <- profile.json key), in LibreYOLO's order

@@ -223,9 +223,9 @@ void set_up_model(Training& t) {
   t.net.family = &models::family(loaded.name.family);
   // Training from weights (a weights file, pretrained=<path>), the family's fine-tune form, as
   // LibreYOLO builds a model it loads weights into (RT-DETR: the stem frozen); a resumed run keeps
-  // the form it started in (a checkpoint without the mark: from scratch, the only form before).
-  const bool from_weights = t.place.resume ? (t.checkpoint->extra("fine_tune") && t.checkpoint->extra("fine_tune")->isBool() &&
-                                              t.checkpoint->extra("fine_tune")->toBool())
+  // the form it started in, which load_model read from the checkpoint's mark (none: from scratch,
+  // the only form before).
+  const bool from_weights = t.place.resume ? loaded.fine_tune
                                            : pretrained != "false" && (!loaded.weights.empty() || pretrained != "true");
   const std::string form = t.net.family->fine_tune_form(loaded.name.size);
   if (const bool fine_tune = from_weights && !form.empty(); fine_tune != loaded.fine_tune) {

@@ -39,10 +39,11 @@ int run_val(const Arguments& arguments) {
   train::log_ignored_keys(config);
   loaded.model.module->to(device);
   loaded.model.module->eval();
-  const eval::Validator validator(dataset, {.family = &models::family(loaded.name.family),
+  const models::Family& family = models::family(loaded.name.family);
+  const eval::Validator validator(dataset, {.family = &family,
                                             .batch_size = static_cast<int>(std::max<std::int64_t>(1, config.get_int("batch"))),
                                             .image_size = image_size,
-                                            .confidence = config.is_none("conf") ? models::family(loaded.name.family).validation_confidence() : config.get_real("conf"),
+                                            .confidence = config.is_none("conf") ? family.validation_confidence() : config.get_real("conf"),
                                             .iou = config.is_none("iou") ? 0.6 : config.get_real("iou"),
                                             .max_detections = static_cast<int>(config.get_int("max_det")),
                                             .coco_max_detections = config.is_none("eval_max_det") ? 100 : static_cast<int>(config.get_int("eval_max_det")),

@@ -67,8 +67,6 @@ DetrTargets detr_targets(const TargetBatch& targets, std::int64_t width, std::in
 
 namespace {
 
-bool starts_with(std::string_view text, std::string_view prefix) { return text.rfind(prefix, 0) == 0; }
-
 class RtdetrLoss final : public TrainingLoss {
  public:
   RtdetrLoss(std::int64_t classes, const GlobalNormaliser& normaliser) : normaliser_(normaliser) { options_.classes = classes; }
@@ -129,7 +127,7 @@ class RtdetrFamily final : public Family {
   }
   std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "encoder.", "decoder."}; }
   bool recognises_key(std::string_view name) const override {
-    return starts_with(name, "decoder.dec_score_head") || starts_with(name, "encoder.input_proj");
+    return name.starts_with("decoder.dec_score_head") || name.starts_with("encoder.input_proj");
   }
   at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
     return images.to(device, /*non_blocking=*/true).to(at::kFloat).div_(255.0);  // RGB, 0-1

@@ -11,8 +11,6 @@ namespace libreyolo::models::yolo9 {
 
 namespace {
 
-bool starts_with(std::string_view text, std::string_view prefix) { return text.rfind(prefix, 0) == 0; }
-
 class Yolo9Loss final : public TrainingLoss {
  public:
   explicit Yolo9Loss(const LossGains& gains) {
@@ -65,7 +63,7 @@ class Yolo9Family final : public Family {
     return groups;
   }
   bool recognises_key(std::string_view name) const override {
-    return starts_with(name, "backbone.elan") || starts_with(name, "head.cv2");
+    return name.starts_with("backbone.elan") || name.starts_with("head.cv2");
   }
   at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
     return images.to(device, /*non_blocking=*/true).to(at::kFloat).div_(255.0);  // RGB, 0-1

@@ -12,8 +12,6 @@ namespace libreyolo::models::yolox {
 
 namespace {
 
-bool starts_with(std::string_view text, std::string_view prefix) { return text.rfind(prefix, 0) == 0; }
-
 class YoloxLoss final : public TrainingLoss {
  public:
   explicit YoloxLoss(const LossGains& gains) { options_.global_normaliser = gains.global_normaliser; }
@@ -47,7 +45,7 @@ class YoloxFamily final : public Family {
   // LibreYOLO's default groups: the model's direct children that hold parameters.
   std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "head."}; }
   bool recognises_key(std::string_view name) const override {
-    return starts_with(name, "backbone.backbone.dark") || starts_with(name, "head.obj_preds");
+    return name.starts_with("backbone.backbone.dark") || name.starts_with("head.obj_preds");
   }
   at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
     return images.to(device, /*non_blocking=*/true).to(at::kFloat).flip(1);  // BGR, 0-255, as upstream

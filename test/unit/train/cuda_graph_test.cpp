@@ -439,6 +439,20 @@ std::vector<std::string> results_metrics(const std::filesystem::path& run) {
   return out;
 }
 
+// `config` trained into dir/eager, then into dir/graphed with the fake capture backend (its
+// captures and replays counted in `log`).
+void train_eager_then_graphed(const libreyolo::config::Config& config, const std::filesystem::path& dir, FakeBackend::Log& log) {
+  for (const char* run : {"eager", "graphed"}) {
+    if (std::string(run) == "graphed") {
+      set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
+    }
+    std::filesystem::create_directories(dir / run);
+    HookList hooks;
+    run_training(config, dir / run, hooks);
+    set_cpu_capture_backend_for_tests({});
+  }
+}
+
 struct DeviceForms {
   DeviceForms() { libreyolo::train::set_device_forms_for_tests(true); }
   ~DeviceForms() { libreyolo::train::set_device_forms_for_tests(false); }
@@ -460,15 +474,7 @@ TEST_CASE("the trainer's graphed path (a fake backend on the CPU) trains the run
                                            "quiet=true", "plots=false", "cuda_graph=true"};
   const auto config = libreyolo::models::parse_arguments(libreyolo::config::command_train, arguments);
   FakeBackend::Log log;
-  for (const char* run : {"eager", "graphed"}) {
-    if (std::string(run) == "graphed") {
-      set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
-    }
-    fs::create_directories(dir / run);
-    HookList hooks;
-    run_training(config, dir / run, hooks);
-    set_cpu_capture_backend_for_tests({});
-  }
+  train_eager_then_graphed(config, dir, log);
   CHECK(log.captures == 2);  // forward and backward, once
   CHECK(log.replays == 2 * 4);  // batches 3 to 6
   const auto eager = trained_weights(dir / "eager"), graphed = trained_weights(dir / "graphed");
@@ -648,15 +654,7 @@ TEST_CASE("RT-DETR under cuda_graph=true (a fake backend on the CPU): backbone a
                                            "imgsz=160", "workers=0", "val=false", "quiet=true", "plots=false", "cuda_graph=true"};
   const auto config = libreyolo::models::parse_arguments(libreyolo::config::command_train, arguments);
   FakeBackend::Log log;
-  for (const char* run : {"eager", "graphed"}) {
-    if (std::string(run) == "graphed") {
-      set_cpu_capture_backend_for_tests([&log] { return std::make_unique<FakeBackend>(log); });
-    }
-    fs::create_directories(dir / run);
-    HookList hooks;
-    run_training(config, dir / run, hooks);
-    set_cpu_capture_backend_for_tests({});
-  }
+  train_eager_then_graphed(config, dir, log);
   CHECK(log.captures == 2);     // the region's forward and backward, once
   CHECK(log.replays == 2 * 6);  // batches 3 to 8
   // the decoder's gradients reach the graphed encoder's: every weight trains as eager's
