@@ -351,9 +351,11 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   // A YOLOv9 checkpoint is read at the class-tower width it holds: the formula's for its nc (the
   // released weights, and ours trained before we followed LibreYOLO) or the COCO width (LibreYOLO's trainer).
   loaded.class_hidden = model_family.class_hidden_of(tensors);
-  // our training checkpoints mark the family's fine-tune form (RT-DETR from weights: a frozen stem and norms)
+  // our training checkpoints mark the family's fine-tune form (RT-DETR from weights: a frozen stem
+  // and norms); LibreYOLO's show it in their tensors
   const auto* fine_tune = checkpoint.extra("fine_tune");
-  loaded.fine_tune = fine_tune && fine_tune->isBool() && fine_tune->toBool();
+  loaded.fine_tune = (fine_tune && fine_tune->isBool() && fine_tune->toBool()) ||
+                     model_family.written_in_fine_tune_form(loaded.name.size, tensors);
   loaded.model = build_model(loaded.name, checkpoint.class_count, loaded.class_hidden, loaded.fine_tune);
   try {
     load_state_dict(*loaded.model.module, tensors, /*strict=*/true);

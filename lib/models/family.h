@@ -75,6 +75,13 @@ class Family {
   // What building with fine_tune changes, for the log ("the backbone's stem frozen"); empty where
   // a family trains weights and scratch alike (the YOLO heads).
   virtual std::string fine_tune_form(const std::string& size) const { (void)size; return {}; }
+  // Whether a checkpoint's tensors were written by a model in that form where its names or buffers
+  // say so (LibreYOLO's frozen norms have no num_batches_tracked); our checkpoints also mark it.
+  virtual bool written_in_fine_tune_form(const std::string& size, const std::map<std::string, at::Tensor>& tensors) const {
+    (void)size;
+    (void)tensors;
+    return false;
+  }
   // The class-tower width a named model trains at (LibreYOLO builds it at COCO geometry), and the
   // width a state dict holds; 0 where the family has no such choice.
   virtual int named_class_hidden(const std::string& size) const { (void)size; return 0; }

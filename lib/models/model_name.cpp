@@ -20,11 +20,10 @@ struct Family {
   std::initializer_list<std::string_view> sizes;
 };
 
-// RT-DETR's l and x (HGNetv2 backbones) are not built yet.
 const std::array<Family, 3> kFamilies{{
     {"yolo9", "LibreYOLO9", {"t", "s", "m", "c"}},
     {"yolox", "LibreYOLOX", {"n", "t", "s", "m", "l", "x"}},
-    {"rtdetr", "LibreRTDETR", {"r18", "r34", "r50", "r50m", "r101"}},
+    {"rtdetr", "LibreRTDETR", {"r18", "r34", "r50", "r50m", "r101", "l", "x"}},
 }};
 
 bool has_size(const Family& family, std::string_view size) {

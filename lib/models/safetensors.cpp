@@ -164,7 +164,9 @@ void load_state_dict(torch::nn::Module& module, const std::map<std::string, at::
   for (auto& [name, target] : state_dict(module)) {
     const auto found = tensors.find(name);
     if (found == tensors.end()) {
-      missing.push_back(name);
+      // as PyTorch's BatchNorm loads a state dict without it (FrozenBatchNorm2d's, older files'):
+      // the counter keeps its value
+      if (!name.ends_with(".num_batches_tracked")) missing.push_back(name);
       continue;
     }
     if (found->second.sizes() != target.sizes()) {

@@ -30,7 +30,8 @@ void write_safetensors(const std::filesystem::path& path, const NamedTensors& te
 NamedTensors state_dict(const torch::nn::Module& module);
 
 // Copies `tensors` into the module's parameters and buffers. Throws ModelError listing missing
-// or unexpected names (when `strict`) and any shape mismatch.
+// or unexpected names (when `strict`) and any shape mismatch. A BatchNorm's num_batches_tracked may
+// be absent, as PyTorch allows (a frozen norm's state dict has none).
 void load_state_dict(torch::nn::Module& module, const std::map<std::string, at::Tensor>& tensors, bool strict = true);
 
 }  // namespace libreyolo::models

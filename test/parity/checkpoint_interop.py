@@ -1,7 +1,9 @@
 """Checkpoint interop with Python, both directions, with libreyolo 1.6.0 and torch as the oracle.
 
-    checkpoint_interop.py DIR write   Python side first: LibreYOLO checkpoints of YOLOX-n and
-                                      YOLOv9-t (torch.save of a state dict with _metadata, schema
+    checkpoint_interop.py DIR write   Python side first: LibreYOLO checkpoints of YOLOX-n,
+                                      YOLOv9-t and RT-DETR-l as LibreYOLO trains it from weights
+                                      (HGNetv2 with frozen norms: no num_batches_tracked)
+                                      (torch.save of a state dict with _metadata, schema
                                       v1.0 metadata, training extras), an input batch and the
                                       models' raw eval outputs.
     checkpoint_interop.py DIR check   After the C++ side wrote cpp-*.pt: each loads with
@@ -20,24 +22,40 @@ try:
     from safetensors.torch import load_file, save_file
     import libreyolo.models.yolo9.nn as yolo9_nn
     import libreyolo.models.yolox.nn as yolox_nn
+    from libreyolo.models.rtdetr.hgnetv2 import HGNetv2
+    from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
+    from libreyolo.models.rtdetr.nn import RTDETRModel
     from libreyolo.utils.serialization import validate_checkpoint_metadata, wrap_libreyolo_checkpoint
 except ImportError as error:  # the venv is there (the wrapper skips only without it): a missing oracle fails
     print(f"FAIL: the test venv cannot import an oracle ({error}); run scripts/setup.sh")
     sys.exit(1)
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from detr_reference import randomise_norms  # noqa: E402
 from make_reference import head_maps  # noqa: E402
 
-MODELS = [("yolox", "n", 416), ("yolo9", "t", 640)]
+MODELS = [("yolox", "n", 416), ("yolo9", "t", 640), ("rtdetr", "l", 640)]
 
 
 def build(family, size):
+    if family == "rtdetr":  # LibreRTDETR's build for weights it loads: the stem and backbone norms frozen
+        cfg = RTDETR_CONFIGS[size]
+        backbone = HGNetv2(name=cfg["backbone_arch"], return_idx=[1, 2, 3], freeze_at=0, freeze_norm=True, pretrained=False)
+        return RTDETRModel(num_classes=80, backbone=backbone, hidden_dim=cfg["encoder_hidden_dim"],
+                           dim_feedforward=cfg["encoder_dim_feedforward"], expansion=cfg["encoder_expansion"],
+                           decoder_hidden_dim=cfg["decoder_hidden_dim"], num_decoder_layers=cfg["num_decoder_layers"],
+                           eval_idx=cfg["eval_idx"])
     if family == "yolox":
         return yolox_nn.LibreYOLOXModel(config=size, nb_classes=80)
     return yolo9_nn.LibreYOLO9Model(config=size, nb_classes=80)
 
 
 def eval_outputs(family, model, images):
+    if family == "rtdetr":
+        model.eval()
+        with torch.no_grad():
+            out = model(images)
+        return [out["pred_logits"], out["pred_boxes"]]
     return head_maps(family, model, images, train=False)
 
 
@@ -52,12 +70,16 @@ def write(work):
                 if isinstance(module, torch.nn.BatchNorm2d):
                     module.running_mean.uniform_(-0.2, 0.2)
                     module.running_var.uniform_(0.5, 1.5)
+        if family == "rtdetr":
+            randomise_norms(model, torch.Generator().manual_seed(2), box_heads=True)
         checkpoint = wrap_libreyolo_checkpoint(
             model.state_dict(), model_family=family, size=size, task="detect", nc=80, imgsz=imgsz,
             epoch=4, loss=1.25, best_mAP50_95=0.125, config={"epochs": 10, "lr0": 0.01, "mosaic": True},
             rng_state={"torch": torch.get_rng_state()})
         torch.save(checkpoint, work / f"py-{family}-{size}.pt")
-        for level, out in enumerate(eval_outputs(family, model, images)):
+        if family == "rtdetr":  # 300 queries need at least 300 encoder tokens
+            tensors["rtdetr.input"] = torch.rand(1, 3, 160, 160)
+        for level, out in enumerate(eval_outputs(family, model, tensors.get(f"{family}.input", images))):
             tensors[f"{family}.{level}"] = out
     save_file(tensors, str(work / "py-outputs.safetensors"))
     print("wrote", ", ".join(f"py-{f}-{s}.pt" for f, s, _ in MODELS))
@@ -72,7 +94,7 @@ def check(work):
         errors = validate_checkpoint_metadata(checkpoint, strict=False)
         model = build(family, size)
         model.load_state_dict(checkpoint["model"], strict=True)
-        outputs = eval_outputs(family, model, ours["input"])
+        outputs = eval_outputs(family, model, ours.get(f"{family}.input", ours["input"]))
         for level, out in enumerate(outputs):
             diff = (out - ours[f"{family}.{level}"]).abs().max().item()
             same = torch.allclose(out, ours[f"{family}.{level}"], atol=1e-4, rtol=1e-4)

@@ -13,6 +13,7 @@ try:
     from safetensors.torch import save_file
     from detr_reference import eval_then_train, randomise_norms, random_targets, store_targets, weighted_levels
     from libreyolo.models.rtdetr.loss import RTDETRLoss
+    from libreyolo.models.rtdetr.hgnetv2 import HGNetv2
     from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
     from libreyolo.models.rtdetr.nn import RTDETRModel
 except ImportError as error:  # the venv is there (the wrapper skips only without it): a missing oracle fails
@@ -21,12 +22,17 @@ except ImportError as error:  # the venv is there (the wrapper skips only withou
 
 CLASSES, QUERIES = 7, 20
 # (size, from scratch): as LibreRTDETR's _init_model builds it
-CASES = [("r18", True), ("r50m", False), ("r101", True)]
+# (l: HGNetv2-L, its stem and norms frozen as from weights)
+CASES = [("r18", True), ("r50m", False), ("r101", True), ("l", False)]
 
 
 def build(size, scratch):
     cfg = RTDETR_CONFIGS[size]
-    return RTDETRModel(num_classes=CLASSES, backbone_depth=cfg["backbone_depth"],
+    backbone = {}
+    if cfg.get("backbone_type") == "hgnetv2":
+        backbone["backbone"] = HGNetv2(name=cfg["backbone_arch"], return_idx=[1, 2, 3], freeze_at=-1 if scratch else 0,
+                                       freeze_norm=not scratch and cfg["backbone_freeze_norm"], pretrained=False)
+    return RTDETRModel(num_classes=CLASSES, backbone_depth=cfg.get("backbone_depth", 50), **backbone,
                        backbone_freeze_at=-1 if scratch else cfg["backbone_freeze_at"],
                        backbone_freeze_norm=False if scratch else cfg["backbone_freeze_norm"], backbone_pretrained=False,
                        hidden_dim=cfg["encoder_hidden_dim"], dim_feedforward=cfg["encoder_dim_feedforward"],
@@ -39,7 +45,7 @@ def case(generator, size, scratch):
     model = build(size, scratch)
     randomise_norms(model, generator, box_heads=True)
     tensors = {f"state.{k}": v.clone() for k, v in model.state_dict().items()}
-    tensors["config"] = torch.tensor([["r18", "r34", "r50", "r50m", "r101"].index(size), int(scratch)], dtype=torch.int64)
+    tensors["config"] = torch.tensor([["r18", "r34", "r50", "r50m", "r101", "l", "x"].index(size), int(scratch)], dtype=torch.int64)
     images = torch.rand(2, 3, 64, 96, generator=generator)
     tensors["images"] = images
     counts = [2, 3]

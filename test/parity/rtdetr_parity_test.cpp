@@ -1,6 +1,6 @@
 // Parity of our whole RT-DETR network with libreyolo 1.6.0's RTDETRModel (make_rtdetr_reference.py),
 // for r18 from scratch, r50m as from a checkpoint (frozen stem and backbone norms, eval at decoder
-// layer 2) and r101 (a 384-wide encoder): the state dict loads by name (strict), and on the same
+// layer 2), r101 (a 384-wide encoder) and l (HGNetv2-L, as from a checkpoint): the state dict loads by name (strict), and on the same
 // images the eval outputs, every train-mode output level with the reference's denoising draws, and
 // the gradients of every trainable parameter equal the reference's, and so does every term of the
 // loss on those outputs (the Hungarian matching of each level included).

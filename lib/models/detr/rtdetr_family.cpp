@@ -125,6 +125,19 @@ class RtdetrFamily final : public Family {
   std::string fine_tune_form(const std::string& size) const override {
     return rtdetr_config(size).frozen_norm ? "the backbone's stem and BatchNorm layers frozen" : "the backbone's stem frozen";
   }
+  // LibreYOLO's r50, r50m, r101, l and x trained from weights hold frozen backbone norms: their
+  // buffers without num_batches_tracked
+  bool written_in_fine_tune_form(const std::string& size, const std::map<std::string, at::Tensor>& tensors) const override {
+    if (!rtdetr_config(size).frozen_norm) return false;
+    bool norms = false;
+    for (const auto& [name, tensor] : tensors) {
+      if (!name.starts_with("backbone.") || !name.ends_with(".running_var")) continue;
+      norms = true;
+      const std::string counter = name.substr(0, name.size() - std::string_view("running_var").size()) + "num_batches_tracked";
+      if (tensors.count(counter)) return false;
+    }
+    return norms;
+  }
   std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "encoder.", "decoder."}; }
   bool recognises_key(std::string_view name) const override {
     return name.starts_with("decoder.dec_score_head") || name.starts_with("encoder.input_proj");

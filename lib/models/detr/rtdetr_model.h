@@ -1,10 +1,10 @@
-// RT-DETR as LibreYOLO builds it: PResNet backbone ("backbone"), hybrid encoder ("encoder") and
-// decoder ("decoder"), per size r18, r34, r50, r50m and r101 (l and x, on HGNetv2, are not built
-// yet). Trained from scratch, the backbone's norms train and nothing is frozen; from a checkpoint,
+// RT-DETR as LibreYOLO builds it: a backbone ("backbone": PResNet for r18, r34, r50, r50m and
+// r101, HGNetv2-L and -X for l and x), hybrid encoder ("encoder") and decoder ("decoder"). Trained from scratch, the backbone's norms train and nothing is frozen; from a checkpoint,
 // as LibreYOLO does, the stem is frozen and r50 and up freeze their backbone norms.
 #pragma once
 
 #include "models/detr/denoising.h"
+#include "models/detr/hgnetv2.h"
 #include "models/detr/hybrid_encoder.h"
 #include "models/detr/presnet.h"
 #include "models/detr/rtdetr_decoder.h"
@@ -17,7 +17,8 @@
 namespace libreyolo::models::detr {
 
 struct RtdetrConfig {
-  int depth = 18;
+  int depth = 18;           // PResNet's, where hgnet is empty
+  std::string hgnet{};      // an HGNetv2 architecture (L, X) in place of PResNet
   int encoder_hidden = 256, encoder_feedforward = 1024;
   double expansion = 0.5;
   int decoder_feedforward = 1024;
@@ -47,13 +48,14 @@ class RtdetrModelImpl : public torch::nn::Module {
   std::vector<torch::Tensor> encode(const torch::Tensor& images);
   DetrOutputs decode(const std::vector<torch::Tensor>& features, const DenoisingQueries* denoising = nullptr);
   // The modules encode() runs (their parameters and buffers are a graph's).
-  std::vector<std::shared_ptr<torch::nn::Module>> encode_modules() const { return {backbone_.ptr(), encoder_.ptr()}; }
+  std::vector<std::shared_ptr<torch::nn::Module>> encode_modules() const;
   const RtdetrOptions& options() const { return options_; }
   const RtdetrDecoderOptions& decoder_options() const { return decoder_->options(); }
 
  private:
   RtdetrOptions options_;
-  PResNet backbone_{nullptr};
+  PResNet presnet_{nullptr};  // one of the two backbones
+  HgnetV2 hgnet_{nullptr};
   HybridEncoder encoder_{nullptr};
   RtdetrDecoder decoder_{nullptr};
 };

@@ -156,3 +156,44 @@ TEST_CASE("RT-DETR optimizer groups: backbone at lr_backbone, no decay on norms 
   for (const auto& p : model.module->named_parameters()) seen.insert(rules(p.key()).group);
   CHECK(seen == std::set<int>{0, 1, 2, 3});
 }
+
+TEST_CASE("RT-DETR-l: HGNetv2 backbone, its fine-tune form, groups and LibreYOLO's frozen-norm files", "[detr]") {
+  const libreyolo::models::Family& family = libreyolo::models::family("rtdetr");
+  const auto scratch = family.build("l", 3, 0, false);
+  const auto tuned = family.build("l", 3, 0, true);
+  std::map<std::string, at::Tensor> scratch_state, tuned_state;
+  for (const auto& item : scratch.module->named_buffers()) scratch_state[item.key()] = item.value();
+  for (const auto& item : scratch.module->named_parameters()) scratch_state[item.key()] = item.value();
+  for (const auto& item : tuned.module->named_buffers()) tuned_state[item.key()] = item.value();
+  for (const auto& item : tuned.module->named_parameters()) tuned_state[item.key()] = item.value();
+  // RT-DETR's HGNetv2 names: the padded stem conv is conv.1, the aggregation convs are named
+  CHECK(scratch_state.count("backbone.stem.stem2a.conv.1.weight"));
+  CHECK(scratch_state.count("backbone.stages.2.blocks.0.layers.0.conv2.bn.weight"));
+  CHECK(scratch_state.count("backbone.stages.3.blocks.0.aggregation_excitation_conv.conv.weight"));
+  CHECK(scratch_state.count("backbone.stages.0.blocks.0.layers.0.bn.num_batches_tracked"));
+  // from weights: the norms frozen (buffers, no counter), the stem takes no gradient, stage 0 does
+  CHECK_FALSE(tuned_state.count("backbone.stages.0.blocks.0.layers.0.bn.num_batches_tracked"));
+  for (const auto& p : tuned.module->named_parameters()) {
+    if (p.key().starts_with("backbone.stem.")) CHECK_FALSE(p.value().requires_grad());
+    if (p.key().starts_with("backbone.stages.0.")) CHECK(p.value().requires_grad());
+    CHECK(p.key().find(".bn.") == std::string::npos);  // frozen norms hold no parameters
+  }
+  CHECK(family.fine_tune_form("l") == "the backbone's stem and BatchNorm layers frozen");
+  // a file in that form (LibreYOLO's from weights) is recognised by its norms; a scratch one is not
+  CHECK(family.written_in_fine_tune_form("l", tuned_state));
+  CHECK_FALSE(family.written_in_fine_tune_form("l", scratch_state));
+  CHECK_FALSE(family.written_in_fine_tune_form("r18", tuned_state));  // r18 never freezes its norms
+  // groups: the HGNetv2 norms (bn) without decay at the backbone's rate
+  const auto rules = libreyolo::models::detr::rtdetr_parameter_rules(0.05);
+  CHECK(rules("backbone.stages.1.blocks.0.layers.0.bn.weight").group == 0);
+  CHECK(rules("backbone.stages.1.blocks.0.layers.0.conv.weight").group == 1);
+  std::set<int> seen;
+  for (const auto& p : scratch.module->named_parameters()) seen.insert(rules(p.key()).group);
+  CHECK(seen == std::set<int>{0, 1, 2, 3});
+  // the stride 8, 16 and 32 maps at 512, 1024 and 2048 channels feed the encoder: one forward runs
+  scratch.module->eval();
+  at::NoGradGuard no_grad;
+  const auto out = scratch.forward(at::rand({1, 3, 160, 160}));
+  CHECK(out.at(0).sizes() == at::IntArrayRef{1, 300, 3});
+  CHECK(out.at(1).sizes() == at::IntArrayRef{1, 300, 4});
+}

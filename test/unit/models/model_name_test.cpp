@@ -35,13 +35,17 @@ TEST_CASE("RT-DETR's sizes are several letters long", "[model_name]") {
   const auto file = parse_model_name("LibreRTDETRr50m.pt");
   CHECK(file.family == "rtdetr");
   CHECK(file.size == "r50m");
+  CHECK(parse_model_name("rtdetr-l").size == "l");  // HGNetv2-L
+  CHECK(parse_model_name("RTDETR-X").size == "x");
+  CHECK(parse_model_name("LibreRTDETRx.pt").size == "x");
+  CHECK(parse_model_name("last.pt").family.empty());  // a one-letter size does not match any file name
   CHECK(parse_model_name("LibreRTDETRr5.pt").family.empty());  // not a size: a checkpoint that does not say
   CHECK_THROWS_AS(parse_model_name("rtdetr-r"), ModelError);
   CHECK_THROWS_AS(parse_model_name("rtdetr-r18x"), ModelError);
   try {
     parse_model_name("rtdetr-r19");
   } catch (const ModelError& error) {
-    CHECK(std::string(error.what()).find("r18, r34, r50, r50m, r101") != std::string::npos);
+    CHECK(std::string(error.what()).find("r18, r34, r50, r50m, r101, l, x") != std::string::npos);
   }
 }
 

@@ -3,6 +3,9 @@
 #include "models/yolox/model.h"
 
 #include <ATen/ATen.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
 
 #include <filesystem>
 #include <fstream>
@@ -70,4 +73,21 @@ TEST_CASE("bad weights files and mismatched state dicts are model errors", "[saf
   CHECK_THROWS_AS(load_state_dict(*t80, tensors), ModelError);  // tiny is not depthwise: other names
   fs::remove(garbage);
   fs::remove(path);
+}
+
+TEST_CASE("a BatchNorm's num_batches_tracked may be absent from a strict load, as PyTorch allows", "[safetensors]") {
+  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 1)), torch::nn::BatchNorm2d(4));
+  std::map<std::string, at::Tensor> tensors;
+  for (const auto& [name, tensor] : state_dict(*net)) tensors[name] = at::full_like(tensor, 3);
+  tensors.erase("1.num_batches_tracked");  // a frozen norm's state dict (LibreYOLO's r50 and up from weights)
+  load_state_dict(*net, tensors);           // strict
+  CHECK(net[1]->as<torch::nn::BatchNorm2dImpl>()->running_var.eq(3).all().item<bool>());
+  CHECK(net[1]->as<torch::nn::BatchNorm2dImpl>()->num_batches_tracked.item<std::int64_t>() == 0);  // kept
+  tensors.erase("1.running_var");  // any other buffer is still required
+  try {
+    load_state_dict(*net, tensors);
+    FAIL("expected a missing tensor");
+  } catch (const ModelError& error) {
+    CHECK(std::string(error.what()).find("1 missing (1.running_var)") != std::string::npos);
+  }
 }
