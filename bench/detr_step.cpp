@@ -3,7 +3,7 @@
 // (the reference's recipe: lr 1e-4, weight decay 1e-4, clip 0.1). Random images and targets, the
 // same each step; medians over `steps` after one warm-up step. bench/detr_step.py runs this beside
 // libreyolo 1.6.0's step.
-//   bench/detr_step [size=r18] [imgsz=320] [batch=4] [steps=5] [targets=6] [classes=80]
+//   bench/detr_step [size=r18] [imgsz=320] [batch=4] [steps=5] [targets=6] [classes=80] [channels_last=0]
 #include "median.h"
 #include "models/detr/criterion.h"
 #include "models/detr/denoising.h"
@@ -33,12 +33,12 @@ double since(Clock::time_point start) { return std::chrono::duration<double>(Clo
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> args{{"size", "r18"}, {"imgsz", "320"}, {"batch", "4"}, {"steps", "5"}, {"targets", "6"},
-                                          {"classes", "80"}};
+                                          {"classes", "80"}, {"channels_last", "0"}};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto eq = arg.find('=');
     if (eq == std::string::npos || !args.count(arg.substr(0, eq))) {
-      fmt::print(stderr, "usage: detr_step [size=r18] [imgsz=320] [batch=4] [steps=5] [targets=6] [classes=80]\n");
+      fmt::print(stderr, "usage: detr_step [size=r18] [imgsz=320] [batch=4] [steps=5] [targets=6] [classes=80] [channels_last=0]\n");
       return 2;
     }
     args[arg.substr(0, eq)] = arg.substr(eq + 1);
@@ -49,7 +49,14 @@ int main(int argc, char** argv) {
   detr::RtdetrModel model(detr::RtdetrOptions{.size = args["size"], .classes = classes});
   model->train();
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(1e-4));
-  const at::Tensor images = at::rand({batch, 3, imgsz, imgsz});
+  const bool channels_last = args["channels_last"] == "1";  // 4-D weights and the images in NHWC
+  if (channels_last) {
+    for (auto& parameter : model->parameters()) {
+      if (parameter.dim() == 4) parameter.set_data(parameter.contiguous(at::MemoryFormat::ChannelsLast));
+    }
+  }
+  const at::Tensor images = channels_last ? at::rand({batch, 3, imgsz, imgsz}).contiguous(at::MemoryFormat::ChannelsLast)
+                                          : at::rand({batch, 3, imgsz, imgsz});
   const at::Tensor sizes = 0.05 + 0.3 * at::rand({batch * per_image, 2});
   const detr::DetrTargets targets{at::randint(classes, {batch * per_image}, at::kLong),
                                   at::cat({sizes / 2 + (1 - sizes) * at::rand({batch * per_image, 2}), sizes}, 1),
@@ -86,7 +93,7 @@ int main(int argc, char** argv) {
   }
   nlohmann::json out = {{"bench", "detr_step"}, {"implementation", "libreyolo (C++)"}, {"model", "rtdetr-" + args["size"]},
                         {"imgsz", imgsz}, {"batch", batch}, {"targets_per_image", per_image}, {"steps", steps},
-                        {"threads", at::get_num_threads()}};
+                        {"threads", at::get_num_threads()}, {"channels_last", channels_last}};
   for (const auto& [name, values] : phases) out[name] = libreyolo::bench::median(values);
   fmt::print("{}\n", out.dump());
   return 0;
