@@ -1,7 +1,8 @@
-// Parity of our RT-DETR hybrid encoder with libreyolo 1.6.0's (make_encoder_reference.py): its
-// state dict loads by name (strict), and on the same backbone maps the eval outputs, the train-mode
-// outputs, the gradients of every parameter and of the input maps, and the updated running
-// statistics equal the reference's (r18's widths, and r50's with a fixed eval size).
+// Parity of our hybrid encoder with libreyolo 1.6.0's RT-DETR and D-FINE ones
+// (make_encoder_reference.py): its state dict loads by name (strict), and on the same backbone
+// maps the eval outputs, the train-mode outputs, the gradients of every parameter and of the input
+// maps, and the updated running statistics equal the reference's (RT-DETR-r18's widths and r50's
+// with a fixed eval size; D-FINE-n's two levels and D-FINE-s's three, with a fixed eval size).
 //   encoder_parity_test DIR
 #include "models/detr/hybrid_encoder.h"
 #include "models/safetensors.h"
@@ -21,14 +22,20 @@ namespace {
 
 bool run_case(const Tensors& io, const std::string& name) {
   const at::Tensor config = io.at(name + ".config");
+  const auto value = [&](std::int64_t i) { return config[i].item<std::int64_t>(); };
   detr::HybridEncoderOptions options;
+  options.blocks = value(0) != 0 ? detr::FusionBlocks::elan : detr::FusionBlocks::csp_rep;
+  options.hidden = static_cast<int>(value(1));
+  options.feedforward = static_cast<int>(value(2));
+  options.expansion = static_cast<double>(value(3)) / 100;
+  options.depth_mult = static_cast<double>(value(4)) / 100;
   options.in_channels.clear();
-  for (int i = 0; i < 3; ++i) options.in_channels.push_back(static_cast<int>(config[i].item<std::int64_t>()));
-  options.expansion = static_cast<double>(config[3].item<std::int64_t>()) / 100;
+  for (std::int64_t i = 5; i < config.numel(); ++i) options.in_channels.push_back(static_cast<int>(value(i)));
+  const int levels = static_cast<int>(options.in_channels.size());
   detr::HybridEncoder model(options);
   load_state_dict(*model, with_prefix(io, name + ".state."));
   std::vector<at::Tensor> inputs;
-  for (int i = 0; i < 3; ++i) inputs.push_back(io.at(fmt::format("{}.input{}", name, i)).clone().requires_grad_());
+  for (int i = 0; i < levels; ++i) inputs.push_back(io.at(fmt::format("{}.input{}", name, i)).clone().requires_grad_());
   Comparison eval, train, grads, input_grads, stats;
   model->eval();
   {
@@ -45,7 +52,7 @@ bool run_case(const Tensors& io, const std::string& name) {
   }
   total.backward();
   Tensors reference_grads = with_prefix(io, name + ".grad.");
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < levels; ++i) {
     const std::string key = fmt::format("input{}", i);
     input_grads.add(inputs[static_cast<std::size_t>(i)].grad(), reference_grads.at(key));
     reference_grads.erase(key);
@@ -54,9 +61,10 @@ bool run_case(const Tensors& io, const std::string& name) {
   for (const auto& [key, value] : with_prefix(io, name + ".after.")) stats.add(model->named_buffers()[key], value);
   const bool ok = eval.worst <= 1e-5 && train.worst <= 1e-5 && grads.worst <= 1e-4 && input_grads.worst <= 1e-4 &&
                   stats.worst <= 1e-6;
-  fmt::print("{}: hybrid encoder over {} channels, expansion {}: eval {:.2g}, train {:.2g}, {} gradients {:.2g}, input "
+  fmt::print("{}: {} hybrid encoder over {} channels, hidden {}, expansion {}, depth {}: eval {:.2g}, train {:.2g}, {} gradients {:.2g}, input "
              "gradients {:.2g}, statistics {:.2g} (max rel. diff); {} of {} tensors bit-identical: {}\n",
-             name, fmt::join(options.in_channels, "/"), options.expansion, eval.worst, train.worst, grads.compared, grads.worst,
+             name, options.blocks == detr::FusionBlocks::elan ? "D-FINE's" : "RT-DETR's", fmt::join(options.in_channels, "/"),
+             options.hidden, options.expansion, options.depth_mult, eval.worst, train.worst, grads.compared, grads.worst,
              input_grads.worst, stats.worst, eval.exact + train.exact + grads.exact + input_grads.exact + stats.exact,
              eval.compared + train.compared + grads.compared + input_grads.compared + stats.compared, ok ? "ok" : "MISMATCH");
   return ok;

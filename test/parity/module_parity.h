@@ -14,6 +14,7 @@
 #include <functional>
 #include <cstddef>
 #include <map>
+#include <cstdlib>
 #include <string>
 
 namespace parity {
@@ -52,6 +53,7 @@ struct Comparison {
 };
 
 // Every trainable parameter's gradient against `reference` (by name); a missing or extra one fails.
+// PARITY_DEBUG=1 in the environment names each gradient that is not bit-identical.
 inline void compare_gradients(torch::nn::Module& module, const Tensors& reference, Comparison& comparison) {
   std::size_t trainable = 0;
   for (const auto& item : module.named_parameters()) {
@@ -63,6 +65,9 @@ inline void compare_gradients(torch::nn::Module& module, const Tensors& referenc
       continue;
     }
     comparison.add(item.value().grad(), it->second);
+    if (std::getenv("PARITY_DEBUG") && difference(item.value().grad(), it->second) > 0) {  // which ones differ
+      fmt::print("  {}: gradient differs by {:.3g}\n", item.key(), difference(item.value().grad(), it->second));
+    }
   }
   if (trainable != reference.size()) comparison.missing();
 }

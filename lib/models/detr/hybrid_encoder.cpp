@@ -1,5 +1,7 @@
 #include "models/detr/hybrid_encoder.h"
 
+#include "core/error.h"
+
 #include <ATen/ATen.h>
 #include <torch/nn/functional/upsampling.h>
 #include <torch/nn/init.h>
@@ -18,7 +20,12 @@ class RepVggBlockImpl : public torch::nn::Module {
   explicit RepVggBlockImpl(int channels)
       : conv1_(register_module("conv1", ConvNorm(channels, channels, 3, 1, Activation::none))),
         conv2_(register_module("conv2", ConvNorm(channels, channels, 1, 1, Activation::none))) {}
-  torch::Tensor forward(const torch::Tensor& x) { return at::silu(conv1_->forward(x) + conv2_->forward(x)); }
+  torch::Tensor forward(const torch::Tensor& x) {
+    // in the reference's order (C++ leaves the operands of + unordered): a tensor with three users
+    // sums its gradients in the order they were created
+    const torch::Tensor wide = conv1_->forward(x);
+    return at::silu(wide + conv2_->forward(x));
+  }
 
  private:
   ConvNorm conv1_, conv2_;
@@ -37,7 +44,8 @@ class CspRepLayerImpl : public torch::nn::Module {
     if (hidden != out_channels) conv3_ = register_module("conv3", ConvNorm(hidden, out_channels, 1, 1, Activation::silu));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    const torch::Tensor y = bottlenecks_->forward(conv1_->forward(x)) + conv2_->forward(x);
+    const torch::Tensor blocks = bottlenecks_->forward(conv1_->forward(x));  // before conv2, as the reference
+    const torch::Tensor y = blocks + conv2_->forward(x);
     return conv3_ ? conv3_->forward(y) : y;
   }
 
@@ -46,6 +54,43 @@ class CspRepLayerImpl : public torch::nn::Module {
   torch::nn::Sequential bottlenecks_{nullptr};
 };
 TORCH_MODULE(CspRepLayer);
+
+// SCDown: a 1x1 ConvNorm, then a depthwise strided kxk one, both without activation (cv1, cv2).
+class ScDownImpl : public torch::nn::Module {
+ public:
+  ScDownImpl(int in_channels, int out_channels, int kernel, int stride)
+      : cv1_(register_module("cv1", ConvNorm(in_channels, out_channels, 1, 1, Activation::none))),
+        cv2_(register_module("cv2", ConvNorm(out_channels, out_channels, kernel, stride, Activation::none, false, out_channels))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return cv2_->forward(cv1_->forward(x)); }
+
+ private:
+  ConvNorm cv1_, cv2_;
+};
+TORCH_MODULE(ScDown);
+
+// RepNCSPELAN4(c1, c2, c3, c4, n): cv1 (1x1 to c3) split in halves; cv2 and cv3 (a CSP block of n
+// RepVGG blocks, then a 3x3 ConvNorm) each on the last piece; cv4 aggregates the four (1x1 to c2).
+class RepNcspElan4Impl : public torch::nn::Module {
+ public:
+  RepNcspElan4Impl(int c1, int c2, int c3, int c4, int n) : half_(c3 / 2) {
+    cv1_ = register_module("cv1", ConvNorm(c1, c3, 1, 1, Activation::silu));
+    cv2_ = register_module("cv2", torch::nn::Sequential(CspRepLayer(c3 / 2, c4, n, 1.0), ConvNorm(c4, c4, 3, 1, Activation::silu)));
+    cv3_ = register_module("cv3", torch::nn::Sequential(CspRepLayer(c4, c4, n, 1.0), ConvNorm(c4, c4, 3, 1, Activation::silu)));
+    cv4_ = register_module("cv4", ConvNorm(c3 + 2 * c4, c2, 1, 1, Activation::silu));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    std::vector<torch::Tensor> pieces = cv1_->forward(x).split_with_sizes({half_, half_}, 1);
+    pieces.push_back(cv2_->forward(pieces.back()));
+    pieces.push_back(cv3_->forward(pieces.back()));
+    return cv4_->forward(at::cat(pieces, 1));
+  }
+
+ private:
+  std::int64_t half_;
+  ConvNorm cv1_{nullptr}, cv4_{nullptr};
+  torch::nn::Sequential cv2_{nullptr}, cv3_{nullptr};
+};
+TORCH_MODULE(RepNcspElan4);
 
 // A stack of encoder layers ("layers").
 class TransformerEncoderImpl : public torch::nn::Module {
@@ -67,6 +112,12 @@ TORCH_MODULE(TransformerEncoder);
 template <typename Module>
 Module& nth(torch::nn::ModuleListImpl& list, std::size_t index) {
   return *list[index]->template as<Module>();
+}
+
+// A fusion block of either kind.
+torch::Tensor fuse(torch::nn::ModuleListImpl& blocks, std::size_t index, const torch::Tensor& x) {
+  if (auto* csp = blocks[index]->as<CspRepLayerImpl>()) return csp->forward(x);
+  return blocks[index]->as<RepNcspElan4Impl>()->forward(x);
 }
 
 }  // namespace
@@ -137,22 +188,36 @@ torch::Tensor sincos_position_embedding(int w, int h, int dim, double temperatur
 
 HybridEncoderImpl::HybridEncoderImpl(const HybridEncoderOptions& options) : options_(options) {
   const int hidden = options.hidden;
+  const bool elan = options.blocks == FusionBlocks::elan;
+  if (options.in_channels.size() < 2) throw ModelError("the hybrid encoder fuses two or more backbone maps");
   input_proj_ = register_module("input_proj", torch::nn::ModuleList());
   for (const int channels : options.in_channels) {
-    input_proj_->push_back(torch::nn::Sequential(
-        torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, hidden, 1).bias(false)), torch::nn::BatchNorm2d(hidden)));
+    torch::nn::Conv2d conv(torch::nn::Conv2dOptions(channels, hidden, 1).bias(false));
+    torch::nn::BatchNorm2d norm(hidden);
+    // RT-DETR's projection names its conv and norm 0 and 1, D-FINE's conv and norm
+    input_proj_->push_back(elan ? torch::nn::Sequential({{"conv", conv}, {"norm", norm}}) : torch::nn::Sequential(conv, norm));
   }
   encoder_ = register_module("encoder", torch::nn::ModuleList());
-  encoder_->push_back(TransformerEncoder(1, hidden, options.heads, options.feedforward));  // on the stride-32 map
+  encoder_->push_back(TransformerEncoder(1, hidden, options.heads, options.feedforward));  // on the coarsest map
   lateral_convs_ = register_module("lateral_convs", torch::nn::ModuleList());
   fpn_blocks_ = register_module("fpn_blocks", torch::nn::ModuleList());
   downsample_convs_ = register_module("downsample_convs", torch::nn::ModuleList());
   pan_blocks_ = register_module("pan_blocks", torch::nn::ModuleList());
+  // D-FINE's widths, as Python computes them: round((expansion * hidden) // 2) and round(3 * depth_mult)
+  const int elan_width = static_cast<int>(std::nearbyint(std::floor(options.expansion * hidden / 2)));
+  const int elan_depth = static_cast<int>(std::nearbyint(3 * options.depth_mult));
   for (std::size_t i = 0; i + 1 < options.in_channels.size(); ++i) {
-    lateral_convs_->push_back(ConvNorm(hidden, hidden, 1, 1, Activation::silu));
-    fpn_blocks_->push_back(CspRepLayer(2 * hidden, hidden, 3, options.expansion));
-    downsample_convs_->push_back(ConvNorm(hidden, hidden, 3, 2, Activation::silu));
-    pan_blocks_->push_back(CspRepLayer(2 * hidden, hidden, 3, options.expansion));
+    if (elan) {
+      lateral_convs_->push_back(ConvNorm(hidden, hidden, 1, 1, Activation::none));
+      fpn_blocks_->push_back(RepNcspElan4(2 * hidden, hidden, 2 * hidden, elan_width, elan_depth));
+      downsample_convs_->push_back(torch::nn::Sequential(ScDown(hidden, hidden, 3, 2)));
+      pan_blocks_->push_back(RepNcspElan4(2 * hidden, hidden, 2 * hidden, elan_width, elan_depth));
+    } else {
+      lateral_convs_->push_back(ConvNorm(hidden, hidden, 1, 1, Activation::silu));
+      fpn_blocks_->push_back(CspRepLayer(2 * hidden, hidden, 3, options.expansion));
+      downsample_convs_->push_back(ConvNorm(hidden, hidden, 3, 2, Activation::silu));
+      pan_blocks_->push_back(CspRepLayer(2 * hidden, hidden, 3, options.expansion));
+    }
   }
 }
 
@@ -174,12 +239,14 @@ std::vector<torch::Tensor> HybridEncoderImpl::forward(const std::vector<torch::T
     const torch::Tensor high = nth<ConvNormImpl>(*lateral_convs_, k).forward(inner.front());
     inner.front() = high;
     const torch::Tensor upsampled = F::interpolate(high, F::InterpolateFuncOptions().scale_factor(std::vector<double>{2.0, 2.0}).mode(torch::kNearest));
-    inner.insert(inner.begin(), nth<CspRepLayerImpl>(*fpn_blocks_, k).forward(at::cat({upsampled, projected[level - 1]}, 1)));
+    inner.insert(inner.begin(), fuse(*fpn_blocks_, k, at::cat({upsampled, projected[level - 1]}, 1)));
   }
   std::vector<torch::Tensor> outputs{inner.front()};  // bottom-up
   for (std::size_t k = 0; k + 1 < levels; ++k) {
-    const torch::Tensor down = nth<ConvNormImpl>(*downsample_convs_, k).forward(outputs.back());
-    outputs.push_back(nth<CspRepLayerImpl>(*pan_blocks_, k).forward(at::cat({down, inner[k + 1]}, 1)));
+    auto* strided = downsample_convs_[k]->as<ConvNormImpl>();
+    const torch::Tensor down = strided ? strided->forward(outputs.back())
+                                       : downsample_convs_[k]->as<torch::nn::SequentialImpl>()->forward(outputs.back());
+    outputs.push_back(fuse(*pan_blocks_, k, at::cat({down, inner[k + 1]}, 1)));
   }
   return outputs;
 }

@@ -1,8 +1,10 @@
-// RT-DETR's hybrid encoder: each backbone map projected to `hidden` channels (1x1 conv + BN), a
-// transformer layer over the stride-32 map (AIFI, with a 2-D sine-cosine position embedding),
-// then a top-down and a bottom-up fusion of the three maps with CSP blocks of RepVGG blocks
-// (CCFM). Submodule names follow the reference's weights (input_proj, encoder.0.layers.0,
-// lateral_convs, fpn_blocks, downsample_convs, pan_blocks).
+// The DETRs' hybrid encoder: each backbone map projected to `hidden` channels (1x1 conv + BN), a
+// transformer layer over the coarsest map (AIFI, with a 2-D sine-cosine position embedding), then a
+// top-down and a bottom-up fusion of the maps (CCFM). RT-DETR fuses with CSP blocks of RepVGG
+// blocks and strided 3x3 convs; D-FINE and DEIM with RepNCSPELAN4 blocks (a split, two CSP
+// branches and a 1x1 aggregation) and SCDown (1x1, then a depthwise strided 3x3), without an
+// activation on the lateral convs. Submodule names follow each reference's weights (input_proj,
+// encoder.0.layers.0, lateral_convs, fpn_blocks, downsample_convs, pan_blocks).
 #pragma once
 
 #include "models/detr/presnet.h"
@@ -56,18 +58,22 @@ TORCH_MODULE(EncoderLayer);
 // with w as the outer index (as RT-DETR builds it).
 torch::Tensor sincos_position_embedding(int w, int h, int dim, double temperature = 10000.0);
 
+enum class FusionBlocks { csp_rep, elan };  // RT-DETR's; D-FINE's and DEIM's
+
 struct HybridEncoderOptions {
-  std::vector<int> in_channels{128, 256, 512};  // the backbone's stride 8, 16, 32 maps
+  std::vector<int> in_channels{128, 256, 512};  // the backbone's maps, finest first (2 or 3)
   int hidden = 256;
   int heads = 8;
   int feedforward = 1024;
-  double expansion = 0.5;  // the CSP blocks' hidden share (r18, r34: 0.5; r50 and up: 1.0)
+  double expansion = 0.5;   // the blocks' hidden share (RT-DETR r18, r34: 0.5; r50 and up: 1.0)
+  FusionBlocks blocks = FusionBlocks::csp_rep;
+  double depth_mult = 1.0;  // elan: round(3 * depth_mult) RepVGG blocks per CSP branch
 };
 
 class HybridEncoderImpl : public torch::nn::Module {
  public:
   explicit HybridEncoderImpl(const HybridEncoderOptions& options);
-  // Three maps of `hidden` channels at the inputs' strides.
+  // One map of `hidden` channels per input, at the inputs' strides.
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& features);
 
  private:

@@ -123,10 +123,12 @@ torch::Tensor activate(const torch::Tensor& x, Activation activation) {
   return x;
 }
 
-ConvNormImpl::ConvNormImpl(int in_channels, int out_channels, int kernel, int stride, Activation activation, bool frozen_norm)
+ConvNormImpl::ConvNormImpl(int in_channels, int out_channels, int kernel, int stride, Activation activation, bool frozen_norm,
+                           int groups)
     : conv_(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, kernel)
                                                           .stride(stride)
                                                           .padding((kernel - 1) / 2)
+                                                          .groups(groups)
                                                           .bias(false)))),
       activation_(activation) {
   if (frozen_norm) {

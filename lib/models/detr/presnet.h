@@ -35,7 +35,8 @@ torch::Tensor activate(const torch::Tensor& x, Activation activation);
 // The reference's ConvNormLayer, in the backbone (ReLU) and the encoder (SiLU).
 class ConvNormImpl : public torch::nn::Module {
  public:
-  ConvNormImpl(int in_channels, int out_channels, int kernel, int stride, Activation activation, bool frozen_norm = false);
+  ConvNormImpl(int in_channels, int out_channels, int kernel, int stride, Activation activation, bool frozen_norm = false,
+               int groups = 1);
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
