@@ -32,9 +32,8 @@ inline libreyolo::models::detr::DenoisingNoise noise_of(const Tensors& io) {
 // eval_then_train's other half: the model's eval outputs compared into `eval`, then its training
 // outputs on the reference's targets and denoising draws (`denoising`: the options but the draws).
 template <typename Model, typename Input>
-libreyolo::models::detr::DetrOutputs eval_then_train(Model& model, const Input& input, const Tensors& io,
-                                                     const libreyolo::models::detr::DenoisingOptions& denoising,
-                                                     Comparison& eval, std::int64_t* denoising_queries = nullptr) {
+auto eval_then_train(Model& model, const Input& input, const Tensors& io, const libreyolo::models::detr::DenoisingOptions& denoising,
+                     Comparison& eval, std::int64_t* denoising_queries = nullptr) {
   model->eval();
   {
     torch::NoGradGuard no_grad;

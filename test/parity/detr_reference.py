@@ -58,20 +58,21 @@ def store_targets(tensors, targets, counts):
     tensors["boxes"] = torch.cat([t["boxes"] for t in targets])
 
 
-def eval_then_train(model, inputs, targets, tensors):
+def eval_then_train(model, inputs, targets, tensors, denoising_module=denoising):
     """The model's eval outputs (eval.logits, eval.boxes), then its training outputs on `targets`
-    with the denoising draws recorded (noise.<key>) into `tensors`; returns the training outputs."""
+    with the denoising draws recorded (noise.<key>) into `tensors`; returns the training outputs.
+    `denoising_module`: the family's denoising module (RT-DETR's by default, D-FINE's)."""
     model.eval()
     with torch.no_grad():
         out = model(inputs)
     tensors["eval.logits"], tensors["eval.boxes"] = out["pred_logits"], out["pred_boxes"]
     model.train()
     recorder = RecordingTorch()
-    denoising.torch = recorder
+    denoising_module.torch = recorder
     try:
         out = model(inputs, targets=targets)
     finally:
-        denoising.torch = torch
+        denoising_module.torch = torch
     for key, draw in zip(NOISE_KEYS, recorder.draws):
         tensors[f"noise.{key}"] = draw
     return out

@@ -8,15 +8,10 @@
 
 namespace libreyolo::models::detr {
 
-namespace {
-
-// The reference's inverse sigmoid: log(x / (1 - x)) with both clipped at eps after x to [0, 1].
-at::Tensor inverse_sigmoid(const at::Tensor& x, double eps = 1e-5) {
+at::Tensor inverse_sigmoid(const at::Tensor& x, double eps) {
   const at::Tensor clipped = x.clip(0.0, 1.0);
   return at::log(clipped.clip(eps) / (1 - clipped).clip(eps));
 }
-
-}  // namespace
 
 std::pair<std::int64_t, std::int64_t> denoising_shape(const std::vector<std::int64_t>& counts, const DenoisingOptions& options) {
   const std::int64_t most = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
@@ -82,7 +77,9 @@ DenoisingQueries make_denoising_queries(const DetrTargets& targets, const Denois
     at::Tensor part = (uniform + 1.0) * negative + uniform * (1 - negative);
     part = part * sign;
     corners = (corners + part * diff).clip_(0.0, 1.0);
-    boxes = inverse_sigmoid(corners_to_centre_size(corners));
+    boxes = corners_to_centre_size(corners);
+    if (options.mirror_negative) boxes = at::where(boxes < 0, -boxes, boxes);  // D-FINE's `x[x < 0] *= -1`
+    boxes = inverse_sigmoid(boxes);
   }
   out.classes = classes;
   out.boxes_unact = boxes;

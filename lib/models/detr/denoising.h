@@ -1,4 +1,4 @@
-// RT-DETR's contrastive denoising queries: each target repeated in G groups, a positive copy with
+// The DETRs' contrastive denoising queries (RT-DETR's, and D-FINE's with mirror_negative): each target repeated in G groups, a positive copy with
 // its box jittered within half its size and a negative copy jittered further, a share of their
 // labels replaced by random classes, and the self-attention mask that keeps the groups and the
 // matching queries from seeing one another. The random draws come from the caller (our seeded
@@ -19,6 +19,7 @@ struct DenoisingOptions {
   std::int64_t denoising = 100;  // the denoising queries asked for (groups = this / the most targets of an image)
   double label_noise = 0.5;
   double box_noise = 1.0;
+  bool mirror_negative = false;  // D-FINE and DEIM: a noised box's negative coordinates made positive
 };
 
 // The draws, shaped [B, D] for labels and [B, D, 4] for boxes (D = 2 * groups * the most targets):
@@ -35,6 +36,9 @@ struct DenoisingQueries {
   DenoisingMatch match;   // the positives of each image, and the group count
   std::int64_t count = 0; // D
 };
+
+// log(x / (1 - x)) with x clipped to [0, 1] and both terms to at least eps, as the references compute it.
+at::Tensor inverse_sigmoid(const at::Tensor& x, double eps = 1e-5);
 
 // The query count D and group count for a batch, or {0, 0} when it has no target.
 std::pair<std::int64_t, std::int64_t> denoising_shape(const std::vector<std::int64_t>& counts, const DenoisingOptions& options);

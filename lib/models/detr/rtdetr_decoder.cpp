@@ -19,11 +19,6 @@ namespace {
 
 namespace F = torch::nn::functional;
 
-at::Tensor inverse_sigmoid(const at::Tensor& x, double eps = 1e-5) {
-  const at::Tensor clipped = x.clip(0.0, 1.0);
-  return at::log(clipped.clip(eps) / (1 - clipped).clip(eps));
-}
-
 // The decoder layers under the reference's name ("decoder.layers").
 class DecoderStackImpl : public torch::nn::Module {
  public:
@@ -129,7 +124,7 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& target, const torch
   return norm3_->forward(x.clamp(-65504, 65504));
 }
 
-std::pair<torch::Tensor, torch::Tensor> grid_anchors(const SpatialShapes& shapes, const torch::Device& device) {
+std::pair<torch::Tensor, torch::Tensor> grid_anchors(const SpatialShapes& shapes, const torch::Device& device, double invalid) {
   constexpr double kGridSize = 0.05, kEps = 1e-2;
   std::vector<at::Tensor> anchors;
   const auto options = at::TensorOptions().dtype(at::kFloat).device(device);
@@ -144,7 +139,7 @@ std::pair<torch::Tensor, torch::Tensor> grid_anchors(const SpatialShapes& shapes
   at::Tensor all = at::cat(anchors, 1);
   const at::Tensor valid = ((all > kEps) * (all < 1 - kEps)).all(-1, true);
   all = at::log(all / (1 - all));
-  return {at::where(valid, all, std::numeric_limits<double>::infinity()), valid};
+  return {at::where(valid, all, invalid), valid};
 }
 
 RtdetrDecoderImpl::RtdetrDecoderImpl(const RtdetrDecoderOptions& options) : options_(options) {

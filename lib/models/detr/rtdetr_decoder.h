@@ -17,6 +17,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -103,8 +104,10 @@ class RtdetrDecoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RtdetrDecoder);
 
-// The grid anchors of the flattened memory in inverse-sigmoid form (+inf where a coordinate lies
-// within 0.01 of the image's border), and that validity as [1, V, 1] bool.
-std::pair<torch::Tensor, torch::Tensor> grid_anchors(const SpatialShapes& shapes, const torch::Device& device);
+// The grid anchors of the flattened memory in inverse-sigmoid form (`invalid` where a coordinate
+// lies within 0.01 of the image's border: RT-DETR's +inf, D-FINE's 1e4), and that validity as
+// [1, V, 1] bool.
+std::pair<torch::Tensor, torch::Tensor> grid_anchors(const SpatialShapes& shapes, const torch::Device& device,
+                                                     double invalid = std::numeric_limits<double>::infinity());
 
 }  // namespace libreyolo::models::detr
