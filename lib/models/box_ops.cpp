@@ -43,9 +43,10 @@ at::Tensor centre_size_iou(const at::Tensor& a, const at::Tensor& b, double eps)
   return inter / union_area;
 }
 
-at::Tensor centre_size_to_corners(const at::Tensor& boxes) {
+at::Tensor centre_size_to_corners(const at::Tensor& boxes, bool clamp_sizes) {
   const auto parts = boxes.unbind(-1);  // cx, cy, w, h
-  const at::Tensor half_w = 0.5 * parts[2], half_h = 0.5 * parts[3];
+  const at::Tensor half_w = 0.5 * (clamp_sizes ? parts[2].clamp_min(0.0) : parts[2]);
+  const at::Tensor half_h = 0.5 * (clamp_sizes ? parts[3].clamp_min(0.0) : parts[3]);
   return at::stack({parts[0] - half_w, parts[1] - half_h, parts[0] + half_w, parts[1] + half_h}, -1);
 }
 
@@ -56,14 +57,12 @@ at::Tensor corners_to_centre_size(const at::Tensor& boxes) {
 
 namespace {
 
-constexpr double kDetrEps = 1e-6;
-
 struct Overlap {
   at::Tensor iou, union_area;
 };
 
 // The DETRs' IoU and the union it divides by.
-Overlap detr_overlap(const at::Tensor& a, const at::Tensor& b) {
+Overlap detr_overlap(const at::Tensor& a, const at::Tensor& b, double eps) {
   const at::Tensor a_min = a.narrow(-1, 0, 2), a_max = a.narrow(-1, 2, 2);
   const at::Tensor b_min = b.narrow(-1, 0, 2), b_max = b.narrow(-1, 2, 2);
   const at::Tensor a_size = a_max - a_min, b_size = b_max - b_min;
@@ -72,21 +71,20 @@ Overlap detr_overlap(const at::Tensor& a, const at::Tensor& b) {
   const at::Tensor overlap = (at::minimum(a_max, b_max) - at::maximum(a_min, b_min)).clamp_min(0);
   const at::Tensor inter = overlap.select(-1, 0) * overlap.select(-1, 1);
   const at::Tensor union_area = area_a + area_b - inter;
-  return {inter / (union_area + kDetrEps), union_area};
+  return {eps > 0 ? inter / (union_area + eps) : inter / union_area, union_area};
 }
 
 }  // namespace
 
-at::Tensor detr_iou(const at::Tensor& a, const at::Tensor& b) { return detr_overlap(a, b).iou; }
+at::Tensor detr_iou(const at::Tensor& a, const at::Tensor& b, double eps) { return detr_overlap(a, b, eps).iou; }
 
-at::Tensor generalized_iou(const at::Tensor& a, const at::Tensor& b) {
-  constexpr double kEps = kDetrEps;
-  const auto [iou, union_area] = detr_overlap(a, b);
+at::Tensor generalized_iou(const at::Tensor& a, const at::Tensor& b, double eps) {
+  const auto [iou, union_area] = detr_overlap(a, b, eps);
   const at::Tensor a_min = a.narrow(-1, 0, 2), a_max = a.narrow(-1, 2, 2);
   const at::Tensor b_min = b.narrow(-1, 0, 2), b_max = b.narrow(-1, 2, 2);
   const at::Tensor enclosing = (at::maximum(a_max, b_max) - at::minimum(a_min, b_min)).clamp_min(0);
   const at::Tensor enclosing_area = enclosing.select(-1, 0) * enclosing.select(-1, 1);
-  return iou - (enclosing_area - union_area) / (enclosing_area + kEps);
+  return iou - (enclosing_area - union_area) / (eps > 0 ? enclosing_area + eps : enclosing_area);
 }
 
 }  // namespace libreyolo::models

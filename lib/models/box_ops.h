@@ -14,16 +14,18 @@ at::Tensor complete_iou(const at::Tensor& a, const at::Tensor& b);
 // not overlap (YOLOX's assignment IoU). With `eps` added to the union for the IoU loss.
 at::Tensor centre_size_iou(const at::Tensor& a, const at::Tensor& b, double eps = 0.0);
 
-// (cx, cy, w, h) -> (x1, y1, x2, y2) and back, over the last dimension.
-at::Tensor centre_size_to_corners(const at::Tensor& boxes);
+// (cx, cy, w, h) -> (x1, y1, x2, y2) and back, over the last dimension. `clamp_sizes`: negative
+// widths and heights read as 0 (D-FINE's and DEIM's conversion).
+at::Tensor centre_size_to_corners(const at::Tensor& boxes, bool clamp_sizes = false);
 at::Tensor corners_to_centre_size(const at::Tensor& boxes);
 
-// IoU of xyxy boxes in the DETRs' form (eps 1e-6 added to the union), broadcasting as below.
-at::Tensor detr_iou(const at::Tensor& a, const at::Tensor& b);
+// IoU of xyxy boxes in the DETRs' form (eps added to the union: RT-DETR's 1e-6, D-FINE's 0),
+// broadcasting as below.
+at::Tensor detr_iou(const at::Tensor& a, const at::Tensor& b, double eps = 1e-6);
 
 // Generalized IoU of xyxy boxes (IoU - (enclosing area - union) / enclosing area), the DETRs'
-// form: eps 1e-6 added to the union and to the enclosing area, broadcasting ([N, 1, 4] against
-// [1, M, 4] gives the [N, M] matrix; equal shapes give the pairs).
-at::Tensor generalized_iou(const at::Tensor& a, const at::Tensor& b);
+// form: eps added to the union and to the enclosing area (RT-DETR's 1e-6, D-FINE's 0),
+// broadcasting ([N, 1, 4] against [1, M, 4] gives the [N, M] matrix; equal shapes give the pairs).
+at::Tensor generalized_iou(const at::Tensor& a, const at::Tensor& b, double eps = 1e-6);
 
 }  // namespace libreyolo::models

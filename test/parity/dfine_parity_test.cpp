@@ -2,9 +2,11 @@
 // a checkpoint (two levels, the learnable affine, the stem frozen) and s from scratch: the state
 // dict loads by name (strict: the anchors, up and reg_scale included), and on the same images the
 // eval outputs, every training output (each layer's logits, boxes, edge distributions and reference
-// boxes, the pre boxes, the encoder's proposals, the denoising queries' with the reference's draws)
-// and the gradients of every trainable parameter equal the reference's.
+// boxes, the pre boxes, the encoder's proposals, the denoising queries' with the reference's draws),
+// every term of the set loss on those outputs (each level's Hungarian matching, the union of
+// matches, FGL and DDF included) and the gradients of every trainable parameter equal the reference's.
 //   dfine_parity_test DIR
+#include "models/detr/dfine_criterion.h"
 #include "models/detr/dfine_model.h"
 #include "models/safetensors.h"
 #include "detr_levels.h"
@@ -64,14 +66,34 @@ bool run_case(const Tensors& all, const std::string& name) {
   std::size_t expected = 0;
   for (const auto& [key, value] : io) expected += key.starts_with("train.");
   if (expected != compared) train.missing();
+  Comparison loss;
+  {
+    torch::NoGradGuard no_grad;
+    detr::DfineCriterionOptions criterion;
+    criterion.classes = options.classes;
+    const Tensors expected = with_prefix(io, "loss.");
+    auto terms = detr::dfine_loss_terms(out, parity::targets_of(io), model->decoder()->up(), model->decoder()->reg_scale(), criterion);
+    at::Tensor sum;
+    for (const auto& [key, value] : terms) sum = sum.defined() ? sum + value : value;
+    terms.emplace_back("total_loss", sum);
+    for (const auto& [key, value] : terms) {
+      if (expected.count(key)) {
+        loss.add(value, expected.at(key));
+      } else {
+        fmt::print("  loss term {} is not the reference's\n", key);
+        loss.missing();
+      }
+    }
+    if (terms.size() != expected.size()) loss.missing();
+  }
   total.backward();
   parity::compare_gradients(*model, with_prefix(io, "grad."), grads);
-  const bool ok = eval.worst <= 1e-5 && train.worst <= 1e-5 && grads.worst <= 1e-4;
-  fmt::print("{}: D-FINE-{} ({}): eval {:.2g}, {} training outputs {:.2g}, {} gradients {:.2g} (max rel. diff); {} of {} tensors "
-             "bit-identical: {}\n",
+  const bool ok = eval.worst <= 1e-5 && train.worst <= 1e-5 && loss.worst <= 1e-5 && grads.worst <= 1e-4;
+  fmt::print("{}: D-FINE-{} ({}): eval {:.2g}, {} training outputs {:.2g}, {} loss terms {:.2g}, {} gradients {:.2g} (max rel. "
+             "diff); {} of {} tensors bit-identical: {}\n",
              name, options.size, options.scratch ? "from scratch" : "as from a checkpoint", eval.worst, train.compared, train.worst,
-             grads.compared, grads.worst, eval.exact + train.exact + grads.exact, eval.compared + train.compared + grads.compared,
-             ok ? "ok" : "MISMATCH");
+             loss.compared, loss.worst, grads.compared, grads.worst, eval.exact + train.exact + loss.exact + grads.exact,
+             eval.compared + train.compared + loss.compared + grads.compared, ok ? "ok" : "MISMATCH");
   return ok;
 }
 

@@ -29,8 +29,9 @@ at::Tensor matching_cost(const at::Tensor& logits, const at::Tensor& boxes, cons
   const at::Tensor class_cost = positive - negative;
   const at::Tensor query_boxes = boxes.flatten(0, 1);
   const at::Tensor l1_cost = (query_boxes.unsqueeze(1) - targets.boxes.unsqueeze(0)).abs().sum(-1);
-  const at::Tensor giou_cost = -generalized_iou(centre_size_to_corners(query_boxes).unsqueeze(1),
-                                                centre_size_to_corners(targets.boxes).unsqueeze(0));
+  const double eps = weights.dfine ? 0.0 : 1e-6;
+  const at::Tensor giou_cost = -generalized_iou(centre_size_to_corners(query_boxes, weights.dfine).unsqueeze(1),
+                                                centre_size_to_corners(targets.boxes, weights.dfine).unsqueeze(0), eps);
   const at::Tensor cost = weights.l1_weight * l1_cost + weights.class_weight * class_cost + weights.giou_weight * giou_cost;
   return cost.view({images, queries, -1});
 }
@@ -51,7 +52,9 @@ std::vector<Assignment> assign_queries(const at::Tensor& cost, const std::vector
 
 std::vector<Assignment> match(const at::Tensor& logits, const at::Tensor& boxes, const DetrTargets& targets,
                               const MatchCost& weights) {
-  return assign_queries(matching_cost(logits, boxes, targets, weights), targets.counts);
+  at::Tensor cost = matching_cost(logits, boxes, targets, weights);
+  if (weights.dfine && cost.defined()) cost = cost.cpu().nan_to_num(1.0);
+  return assign_queries(cost, targets.counts);
 }
 
 }  // namespace libreyolo::models::detr

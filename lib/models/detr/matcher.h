@@ -21,6 +21,9 @@ struct MatchCost {
   double giou_weight = 2.0;
   double alpha = 0.25;
   double gamma = 2.0;
+  // D-FINE's and DEIM's form: boxes with negative sizes read as empty, no epsilon in the GIoU, and a
+  // NaN cost read as 1.0 before the assignment
+  bool dfine = false;
 };
 
 // A batch's targets, concatenated in image order: `classes` [T] int64, `boxes` [T, 4] (cx, cy, w,
