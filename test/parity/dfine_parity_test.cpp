@@ -12,6 +12,8 @@
 #include "detr_levels.h"
 #include "module_parity.h"
 
+#include <torch/csrc/autograd/autograd.h>
+
 using parity::Comparison;
 using parity::Tensors;
 using parity::with_prefix;
@@ -66,9 +68,8 @@ bool run_case(const Tensors& all, const std::string& name) {
   std::size_t expected = 0;
   for (const auto& [key, value] : io) expected += key.starts_with("train.");
   if (expected != compared) train.missing();
-  Comparison loss;
+  Comparison loss, loss_grads;
   {
-    torch::NoGradGuard no_grad;
     detr::DfineCriterionOptions criterion;
     criterion.classes = options.classes;
     const Tensors expected = with_prefix(io, "loss.");
@@ -85,15 +86,38 @@ bool run_case(const Tensors& all, const std::string& name) {
       }
     }
     if (terms.size() != expected.size()) loss.missing();
+    // the loss's gradient with respect to every output the reference differentiates
+    std::vector<at::Tensor> inputs, references;
+    for (const auto& [label, level] : fdr) {
+      for (const auto& [key, tensor] : {std::pair{"pred_logits", level->logits}, std::pair{"pred_boxes", level->boxes},
+                                        std::pair{"pred_corners", level->corners}}) {
+        const std::string stem = fmt::format("lossgrad.{}.{}", label, key);
+        if (!tensor.defined()) continue;
+        if (!io.count(stem)) {
+          loss_grads.missing();
+          continue;
+        }
+        inputs.push_back(tensor);
+        references.push_back(io.at(stem));
+      }
+    }
+    const auto gradients = torch::autograd::grad({sum}, inputs, {}, /*retain_graph=*/true, /*create_graph=*/false, /*allow_unused=*/true);
+    for (std::size_t i = 0; i < gradients.size(); ++i) {
+      loss_grads.add(gradients[i].defined() ? gradients[i] : at::zeros_like(inputs[i]), references[i]);
+    }
+    std::size_t expected_grads = 0;
+    for (const auto& [key, value] : io) expected_grads += key.starts_with("lossgrad.");
+    if (expected_grads != inputs.size()) loss_grads.missing();
   }
   total.backward();
   parity::compare_gradients(*model, with_prefix(io, "grad."), grads);
-  const bool ok = eval.worst <= 1e-5 && train.worst <= 1e-5 && loss.worst <= 1e-5 && grads.worst <= 1e-4;
-  fmt::print("{}: D-FINE-{} ({}): eval {:.2g}, {} training outputs {:.2g}, {} loss terms {:.2g}, {} gradients {:.2g} (max rel. "
-             "diff); {} of {} tensors bit-identical: {}\n",
+  const bool ok = eval.worst <= 1e-5 && train.worst <= 1e-5 && loss.worst <= 1e-5 && loss_grads.worst <= 1e-5 && grads.worst <= 1e-4;
+  fmt::print("{}: D-FINE-{} ({}): eval {:.2g}, {} training outputs {:.2g}, {} loss terms {:.2g}, {} loss gradients {:.2g}, {} "
+             "gradients {:.2g} (max rel. diff); {} of {} tensors bit-identical: {}\n",
              name, options.size, options.scratch ? "from scratch" : "as from a checkpoint", eval.worst, train.compared, train.worst,
-             loss.compared, loss.worst, grads.compared, grads.worst, eval.exact + train.exact + loss.exact + grads.exact,
-             eval.compared + train.compared + loss.compared + grads.compared, ok ? "ok" : "MISMATCH");
+             loss.compared, loss.worst, loss_grads.compared, loss_grads.worst, grads.compared, grads.worst,
+             eval.exact + train.exact + loss.exact + loss_grads.exact + grads.exact,
+             eval.compared + train.compared + loss.compared + loss_grads.compared + grads.compared, ok ? "ok" : "MISMATCH");
   return ok;
 }
 

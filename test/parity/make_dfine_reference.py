@@ -3,8 +3,9 @@ LibreDFINEModel builds each size (but with fewer queries, so that a small image 
 random weights: its state dict, and on random images its eval outputs, its training outputs for a
 batch of targets (the denoising draws recorded: every layer's logits, boxes, edge distributions and
 reference boxes, the pre boxes, the encoder's proposals, the denoising queries'), every term of
-DFINECriterion on those outputs (LibreYOLO's D-FINE weights and matcher), and the gradients of a
-weighted sum of the outputs with respect to every trainable parameter, for dfine_parity_test.
+DFINECriterion on those outputs (LibreYOLO's D-FINE weights and matcher) and the gradient of their
+sum with respect to every output, and the gradients of a weighted sum of the outputs with respect to
+every trainable parameter, for dfine_parity_test.
 
     make_dfine_reference.py OUT_DIR
 """
@@ -91,16 +92,22 @@ def case(generator, size, scratch):
     targets = random_targets(generator, counts, CLASSES)
     store_targets(tensors, targets, counts)
     out = eval_then_train(model, images, targets, tensors, dfine_denoising)
-    with torch.no_grad():  # the loss on these outputs (every level's matching included), as LibreYOLO's trainer builds it
-        matcher = HungarianMatcher(weight_dict={"cost_class": 2.0, "cost_bbox": 5.0, "cost_giou": 2.0}, use_focal_loss=True,
-                                   alpha=0.25, gamma=2.0)
-        criterion = DFINECriterion(matcher=matcher, weight_dict={"loss_vfl": 1.0, "loss_bbox": 5.0, "loss_giou": 2.0,
-                                                                 "loss_fgl": 0.15, "loss_ddf": 1.5},
-                                   losses=["vfl", "boxes", "local"], alpha=0.75, gamma=2.0, num_classes=CLASSES, reg_max=32)
-        terms = criterion({k: v for k, v in out.items()}, targets)
-        for key, value in terms.items():
-            tensors[f"loss.{key}"] = value.detach().reshape(())
-        tensors["loss.total_loss"] = sum(terms.values()).detach().reshape(())
+    # the loss on these outputs (every level's matching included), as LibreYOLO's trainer builds it, and
+    # its gradient with respect to every output
+    matcher = HungarianMatcher(weight_dict={"cost_class": 2.0, "cost_bbox": 5.0, "cost_giou": 2.0}, use_focal_loss=True,
+                               alpha=0.25, gamma=2.0)
+    criterion = DFINECriterion(matcher=matcher, weight_dict={"loss_vfl": 1.0, "loss_bbox": 5.0, "loss_giou": 2.0,
+                                                             "loss_fgl": 0.15, "loss_ddf": 1.5},
+                               losses=["vfl", "boxes", "local"], alpha=0.75, gamma=2.0, num_classes=CLASSES, reg_max=32)
+    terms = criterion({k: v for k, v in out.items()}, targets)
+    for key, value in terms.items():
+        tensors[f"loss.{key}"] = value.detach().reshape(())
+    loss_total = sum(terms.values())
+    tensors["loss.total_loss"] = loss_total.detach().reshape(())
+    differentiable = [(f"{label}.{key}", level[key]) for label, level, keys in levels(out) for key in keys if key != "ref_points"]
+    grads = torch.autograd.grad(loss_total, [t for _, t in differentiable], retain_graph=True, allow_unused=True)
+    for (stem, tensor), grad in zip(differentiable, grads):
+        tensors[f"lossgrad.{stem}"] = grad if grad is not None else torch.zeros_like(tensor)
     total = 0
     for label, level, keys in levels(out):
         for key in keys:
