@@ -159,6 +159,9 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {.name = "lr_backbone", .type = T::real, .default_value = "0.0", .group = "optimizer",
      .help = "learning rate of a DETR's backbone (its groups train at lr_backbone / lr0 of the schedule's rate; 0: lr0's); "
              "the YOLO families have no such group", .minimum = 0, .maximum = 1, .support = S::honoured},
+    {.name = "backbone_lr_mult", .type = T::real, .default_value = "1.0", .group = "optimizer",
+     .help = "learning-rate multiple of a D-FINE or DEIM backbone's groups (LibreYOLO's fine-tune recipe: 0.5); "
+             "RT-DETR sets its backbone's rate with lr_backbone", .minimum = 0, .maximum = 10, .support = S::honoured},
     {.name = "momentum", .type = T::real, .default_value = "0.937", .group = "optimizer",
      .help = "SGD momentum", .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "weight_decay", .type = T::real, .default_value = "0.0005", .group = "optimizer",

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/model_name.h"
+#include "models/detr/dfine_family.h"
 #include "models/detr/rtdetr_family.h"
 #include "models/yolo9/family.h"
 #include "models/yolox/family.h"
@@ -15,7 +16,7 @@ namespace libreyolo::models {
 
 // The registry: one line per family.
 std::span<const Family* const> families() {
-  static const std::array<const Family*, 3> all{&yolo9::family(), &yolox::family(), &detr::rtdetr_family()};
+  static const std::array<const Family*, 4> all{&yolo9::family(), &yolox::family(), &detr::rtdetr_family(), &detr::dfine_family()};
   return all;
 }
 

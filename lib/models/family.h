@@ -127,6 +127,17 @@ class Family {
   virtual bool warms_up_momentum() const = 0;
   // The augmentation pipeline the family trains with.
   virtual data::Recipe augment_recipe() const = 0;
+  // A line for the log about the precision this family trains in, given the resolved amp and
+  // whether its dtype is float16 (D-FINE: why AMP is off by default, or a warning about float16's
+  // range); `warning`: log it as one. Empty: nothing to say.
+  struct PrecisionNote {
+    std::string text;
+    bool warning = false;
+  };
+  virtual PrecisionNote precision_note(bool amp, bool float16) const {
+    (void)amp, (void)float16;
+    return {};
+  }
   // The option defaults of the family's recipe for `size` (where they differ from the table's).
   virtual std::vector<config::OptionDefault> option_defaults(const std::string& size) const = 0;
 };

@@ -368,6 +368,14 @@ void set_up_amp(Training& t) {
     }
   }
   t.precision.scaler = std::make_unique<GradScaler>(t.precision.autocast && t.place.device.is_cuda() && t.precision.amp_dtype == c10::kHalf);
+  if (t.net.family) {  // the family's word on its precision (D-FINE: why AMP is off, float16's range)
+    const auto note = t.net.family->precision_note(amp_requested, t.precision.amp_dtype == c10::kHalf);
+    if (note.warning) {
+      log::warn("{}", note.text);
+    } else if (!note.text.empty()) {
+      log::info("{}", note.text);
+    }
+  }
 }
 
 // Optimizer, scaler and RNG from the checkpoint a resumed run continues.

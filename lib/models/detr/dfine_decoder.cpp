@@ -392,6 +392,8 @@ DfineOutputs DfineDecoderImpl::forward(const std::vector<torch::Tensor>& feature
   out.auxiliary = levels(logits[1].narrow(0, 0, count - 1), boxes[1].narrow(0, 0, count - 1), corners[1].narrow(0, 0, count - 1),
                          references[1].narrow(0, 0, count - 1));
   out.pre = {pre_logits[1], pre_box[1]};
+  out.up = up_;
+  out.reg_scale = reg_scale_;
   if (with_denoising) {
     out.denoising = levels(logits[0], boxes[0], corners[0], references[0]);
     out.denoising_pre = {pre_logits[0], pre_box[0]};

@@ -42,6 +42,7 @@ struct DfineOutputs {
   std::vector<FdrLevel> denoising;   // every layer's denoising queries (empty: none)
   DetrLevel denoising_pre;
   DenoisingMatch denoising_match;
+  at::Tensor up, reg_scale;          // the decoder's W(n) parameters, which the loss reads (training)
 };
 
 // W(n): reg_max + 1 edge offsets, 0 in the middle, growing geometrically to +-up * reg_scale and

@@ -12,9 +12,10 @@
 namespace libreyolo::models::detr {
 
 // `logits` [B, Q, C], `boxes` [B, Q, 4]; `sizes[b]` = (width, height) to scale image b's boxes to.
-// Per image [K, 6] (x1, y1, x2, y2, score, class), by descending score.
+// Per image [K, 6] (x1, y1, x2, y2, score, class), by descending score. `clamp_sizes`: negative
+// widths and heights read as 0 (D-FINE's and DEIM's box conversion).
 std::vector<at::Tensor> top_detections(const at::Tensor& logits, const at::Tensor& boxes,
                                        const std::vector<std::pair<double, double>>& sizes, double confidence,
-                                       int max_detections);
+                                       int max_detections, bool clamp_sizes = false);
 
 }  // namespace libreyolo::models::detr

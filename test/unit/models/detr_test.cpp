@@ -5,6 +5,9 @@
 #include "core/error.h"
 #include "models/box_ops.h"
 #include "models/detr/denoising.h"
+#include "models/detr/dfine_criterion.h"
+#include "models/detr/dfine_family.h"
+#include "models/detr/dfine_recipe.h"
 #include "models/detr/rtdetr_family.h"
 #include "models/detr/rtdetr_recipe.h"
 #include "models/targets.h"
@@ -14,6 +17,7 @@
 #include <torch/nn/module.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "catch.h"  // last: see catch.h
@@ -196,4 +200,99 @@ TEST_CASE("RT-DETR-l: HGNetv2 backbone, its fine-tune form, groups and LibreYOLO
   const auto out = scratch.forward(at::rand({1, 3, 160, 160}));
   CHECK(out.at(0).sizes() == at::IntArrayRef{1, 300, 3});
   CHECK(out.at(1).sizes() == at::IntArrayRef{1, 300, 4});
+}
+
+TEST_CASE("D-FINE family: packed outputs round-trip, the FDR loss trains, AMP is off with a reason", "[detr][dfine]") {
+  const libreyolo::models::Family& family = libreyolo::models::family("dfine");
+  CHECK(family.input_fit() == libreyolo::data::InputFit::stretch);
+  CHECK(family.graph_region() == libreyolo::models::GraphRegion::backbone_encoder);
+  CHECK(family.loss_names() == std::vector<std::string>{"vfl", "bbox", "giou", "fgl", "ddf"});
+  // AMP: off by default with the guide's reason; float16 warns; bfloat16 says nothing
+  CHECK(family.precision_note(false, true).text.find("65504") != std::string::npos);
+  CHECK_FALSE(family.precision_note(false, true).warning);
+  CHECK(family.precision_note(true, true).warning);
+  CHECK(family.precision_note(true, false).text.empty());
+  at::manual_seed(5);
+  libreyolo::models::DetectionModel model = family.build("n", 4, 0, false);
+  // n sees strides 16 and 32 only: 288 px gives 18^2 + 9^2 = 405 positions for its 300 queries
+  const at::Tensor rows = at::tensor({0.f, 2.f, 0.5f, 0.5f, 0.25f, 0.5f, 0.f, 1.f, 0.2f, 0.3f, 0.1f, 0.2f, 1.f, 3.f, 0.7f, 0.6f, 0.2f, 0.2f})
+                              .view({3, 6});
+  const auto targets = libreyolo::models::pad_targets(rows, 2, 288, 288);
+  const at::Tensor input = at::rand({2, 3, 288, 288});
+  model.module->train();
+  const std::vector<at::Tensor> packed = model.forward_train(input, targets);
+  const PackedDfineOutputs unpacked = unpack_dfine_outputs(packed);
+  CHECK(unpacked.width == 288);
+  CHECK(unpacked.outputs.auxiliary.size() == 2);  // three layers
+  CHECK(unpacked.outputs.denoising.size() == 3);
+  CHECK(unpacked.outputs.last.corners.sizes() == at::IntArrayRef({2, 300, 4 * 33}));
+  CHECK(unpacked.outputs.reg_scale.item<float>() == 4.0F);
+  const std::vector<at::Tensor> again = pack_dfine_outputs(unpacked.outputs, unpacked.width, unpacked.height);
+  REQUIRE(again.size() == packed.size());
+  for (std::size_t i = 0; i < packed.size(); ++i) CHECK(at::equal(again[i], packed[i]));
+  CHECK_THROWS(unpack_dfine_outputs({packed.begin(), packed.end() - 1}));
+
+  const auto loss = family.make_loss({.classes = 4});
+  const libreyolo::models::LossTerms terms = (*loss)(packed, targets);
+  REQUIRE(terms.parts.size() == 5);
+  REQUIRE(std::isfinite(terms.total.item<double>()));
+  CHECK(terms.parts[3].second.item<double>() > 0);  // fgl
+  terms.total.backward();
+  bool backbone_gradient = false;
+  for (const auto& p : model.module->named_parameters()) {
+    if (p.key().starts_with("backbone.") && p.value().grad().defined() && p.value().grad().abs().sum().item<double>() > 0) {
+      backbone_gradient = true;
+    }
+  }
+  CHECK(backbone_gradient);
+  // groups: backbone norms, biases and the learnable affine's scale without decay, at the multiplier
+  const auto rules = dfine_parameter_rules(0.5);
+  CHECK(rules("backbone.stem.stem1.lab.scale").group == 3);
+  CHECK(rules("backbone.stem.stem1.conv.weight").lr_multiplier == 0.5);
+  CHECK(rules("encoder.encoder.0.layers.0.self_attn.in_proj_bias").group == 1);
+  CHECK(rules("decoder.dec_bbox_head.0.layers.0.weight").group == 0);
+  // eval: top-k detections in input pixels
+  model.module->eval();
+  at::NoGradGuard no_grad;
+  const auto detections = family.detections(model.forward(input), 288, 288, 0.0, 10);
+  REQUIRE(detections.has_value());
+  CHECK((*detections)[1].sizes() == at::IntArrayRef({10, 6}));
+}
+
+TEST_CASE("D-FINE's union of matches keeps each query's most frequent target", "[detr][dfine]") {
+  const auto pairs = [](std::vector<std::int64_t> q, std::vector<std::int64_t> t) {
+    return std::pair{at::tensor(q, at::kLong), at::tensor(t, at::kLong)};
+  };
+  // image 0: query 0 goes to target 1 on two levels of three, queries 1 and 2 once each; image 1 has none
+  const ImageMatches first{pairs({0, 1}, {0, 1}), pairs({}, {})};
+  const std::vector<ImageMatches> others{{pairs({0, 2}, {1, 0}), pairs({}, {})}, {pairs({0}, {1}), pairs({}, {})}};
+  const ImageMatches shared = union_of_matches(first, others);
+  REQUIRE(shared.size() == 2);
+  std::map<std::int64_t, std::int64_t> chosen;
+  for (std::int64_t i = 0; i < shared[0].first.numel(); ++i) chosen[shared[0].first[i].item<std::int64_t>()] = shared[0].second[i].item<std::int64_t>();
+  CHECK(chosen == std::map<std::int64_t, std::int64_t>{{0, 1}, {1, 1}, {2, 0}});
+  CHECK(shared[0].first[0].item<std::int64_t>() == 0);  // the most frequent pair first
+  CHECK(shared[1].first.numel() == 0);
+}
+
+TEST_CASE("D-FINE's FDR targets: bins within the distribution, neighbour weights summing to one", "[detr][dfine]") {
+  const at::Tensor up = at::tensor({0.5F}), reg_scale = at::tensor({4.0F});
+  const at::Tensor values = fdr_weighting(32, up, reg_scale);
+  REQUIRE(values.numel() == 33);
+  CHECK(values[16].item<float>() == 0.0F);
+  CHECK(values[0].item<float>() == -4.0F);  // -2 up reg_scale
+  CHECK(values[32].item<float>() == 4.0F);
+  CHECK(at::all(values.diff() > 0).item<bool>());
+  // a target box equal to its reference sits half a reg_scale out on every edge: W's middle
+  const at::Tensor points = at::tensor({0.5F, 0.5F, 0.2F, 0.2F, 0.3F, 0.4F, 0.1F, 0.3F}).view({2, 4});
+  const at::Tensor boxes = at::tensor({0.4F, 0.4F, 0.6F, 0.6F, 0.0F, 0.0F, 1.0F, 1.0F}).view({2, 4});
+  const FdrTargets t = fdr_targets(points, boxes, 32, reg_scale, up);
+  REQUIRE(t.bins.numel() == 8);
+  // (the bin to the left and the weight of the right one: the position 16, from either side of it)
+  CHECK(at::allclose(t.bins.narrow(0, 0, 4) + t.weight_right.narrow(0, 0, 4), at::full({4}, 16.0F), 1e-4, 1e-3));
+  CHECK(at::all(t.bins >= 0).item<bool>());
+  CHECK(at::all(t.bins <= 31.9F).item<bool>());
+  CHECK(at::allclose(t.weight_left + t.weight_right, at::ones({8})));
+  CHECK(std::abs(t.bins[6].item<float>() - 31.9F) < 1e-5F);  // far beyond W's end: the last bin, all weight right
+  CHECK(t.weight_right[6].item<float>() == 1.0F);
 }

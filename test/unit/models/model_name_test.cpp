@@ -39,6 +39,9 @@ TEST_CASE("RT-DETR's sizes are several letters long", "[model_name]") {
   CHECK(parse_model_name("RTDETR-X").size == "x");
   CHECK(parse_model_name("LibreRTDETRx.pt").size == "x");
   CHECK(parse_model_name("last.pt").family.empty());  // a one-letter size does not match any file name
+  CHECK(parse_model_name("dfine-n").family == "dfine");  // D-FINE's sizes
+  CHECK(parse_model_name("LibreDFINEx.pt").size == "x");
+  CHECK_THROWS_AS(parse_model_name("dfine-t"), ModelError);
   CHECK(parse_model_name("LibreRTDETRr5.pt").family.empty());  // not a size: a checkpoint that does not say
   CHECK_THROWS_AS(parse_model_name("rtdetr-r"), ModelError);
   CHECK_THROWS_AS(parse_model_name("rtdetr-r18x"), ModelError);

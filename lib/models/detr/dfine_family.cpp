@@ -1,0 +1,204 @@
+#include "models/detr/dfine_family.h"
+
+#include "core/error.h"
+#include "core/step_part.h"
+#include "models/detr/denoising.h"
+#include "models/detr/dfine_criterion.h"
+#include "models/detr/dfine_model.h"
+#include "models/detr/dfine_recipe.h"
+#include "models/detr/postprocess.h"
+#include "models/detr/rtdetr_family.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+namespace libreyolo::models::detr {
+
+std::vector<at::Tensor> pack_dfine_outputs(const DfineOutputs& outputs, std::int64_t width, std::int64_t height) {
+  const bool denoising = !outputs.denoising.empty();
+  const auto images = outputs.last.logits.size(0);
+  std::vector<at::Tensor> packed{at::tensor({static_cast<std::int64_t>(outputs.auxiliary.size()),
+                                             static_cast<std::int64_t>(outputs.denoising.size()), outputs.denoising_match.groups,
+                                             denoising ? images : 0, width, height},
+                                            at::kLong),
+                                 outputs.up, outputs.reg_scale};
+  const auto add = [&](const FdrLevel& level) { packed.insert(packed.end(), {level.logits, level.boxes, level.corners, level.references}); };
+  add(outputs.last);
+  for (const auto& level : outputs.auxiliary) add(level);
+  packed.insert(packed.end(), {outputs.pre.logits, outputs.pre.boxes, outputs.encoder.logits, outputs.encoder.boxes});
+  for (const auto& level : outputs.denoising) add(level);
+  if (denoising) {
+    packed.insert(packed.end(), {outputs.denoising_pre.logits, outputs.denoising_pre.boxes});
+    packed.insert(packed.end(), outputs.denoising_match.positive_queries.begin(), outputs.denoising_match.positive_queries.end());
+  }
+  return packed;
+}
+
+PackedDfineOutputs unpack_dfine_outputs(const std::vector<at::Tensor>& packed) {
+  if (packed.empty() || packed[0].scalar_type() != at::kLong || packed[0].numel() != 6) {
+    throw RuntimeError("D-FINE outputs: not the packed form pack_dfine_outputs writes");
+  }
+  const at::Tensor header = packed[0].contiguous();
+  const std::int64_t* h = header.data_ptr<std::int64_t>();
+  const std::int64_t expected = 3 + 4 * (1 + h[0]) + 4 + 4 * h[1] + (h[1] > 0 ? 2 + h[3] : 0);
+  if (static_cast<std::int64_t>(packed.size()) != expected) {
+    throw RuntimeError(fmt::format("D-FINE outputs: {} tensors where the header says {}", packed.size(), expected));
+  }
+  PackedDfineOutputs out;
+  out.width = h[4];
+  out.height = h[5];
+  out.outputs.up = packed[1];
+  out.outputs.reg_scale = packed[2];
+  std::size_t next = 3;
+  const auto take = [&] {
+    FdrLevel level{packed[next], packed[next + 1], packed[next + 2], packed[next + 3]};
+    next += 4;
+    return level;
+  };
+  out.outputs.last = take();
+  for (std::int64_t i = 0; i < h[0]; ++i) out.outputs.auxiliary.push_back(take());
+  out.outputs.pre = {packed[next], packed[next + 1]};
+  out.outputs.encoder = {packed[next + 2], packed[next + 3]};
+  next += 4;
+  for (std::int64_t i = 0; i < h[1]; ++i) out.outputs.denoising.push_back(take());
+  if (h[1] > 0) {
+    out.outputs.denoising_pre = {packed[next], packed[next + 1]};
+    next += 2;
+    out.outputs.denoising_match.groups = h[2];
+    for (std::int64_t i = 0; i < h[3]; ++i) out.outputs.denoising_match.positive_queries.push_back(packed[next++]);
+  }
+  return out;
+}
+
+namespace {
+
+class DfineLoss final : public TrainingLoss {
+ public:
+  DfineLoss(std::int64_t classes, const GlobalNormaliser& normaliser) : normaliser_(normaliser) { options_.classes = classes; }
+  LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
+    const StepPart part("loss");  // a named phase in the profiler (its matcher's included)
+    const PackedDfineOutputs packed = unpack_dfine_outputs(maps);
+    return dfine_loss(packed.outputs, detr_targets(targets, packed.width, packed.height), packed.outputs.up,
+                      packed.outputs.reg_scale, options_, normaliser_);
+  }
+  std::string capture_obstacle() const override { return "the Hungarian matcher runs on the host"; }
+
+ private:
+  DfineCriterionOptions options_;
+  GlobalNormaliser normaliser_;
+};
+
+class DfineFamily final : public Family {
+ public:
+  std::string_view name() const override { return "dfine"; }
+  // From scratch nothing is frozen; from weights (LibreYOLO's non-scratch build) the stem is
+  // frozen, and l and x freeze the backbone's BatchNorm layers.
+  DetectionModel build(const std::string& size, int class_count, int, bool fine_tune) const override {
+    DfineModel net(DfineOptions{.size = size, .classes = class_count, .queries = kQueries, .scratch = !fine_tune});
+    DetectionModel model;
+    model.display_name = fmt::format("D-FINE-{}", size);
+    model.module = net.ptr();
+    model.forward = [net](const at::Tensor& x) mutable {
+      const DfineOutputs out = net->forward(x);
+      return std::vector<at::Tensor>{out.last.logits, out.last.boxes};
+    };
+    model.forward_raw = [net](const at::Tensor& x) mutable { return pack_dfine_outputs(net->forward(x), x.size(3), x.size(2)); };
+    // the denoising queries of a batch, drawn from the run's seeded generator (a checkpoint saves its state)
+    const auto denoising = [class_count](const at::Tensor& x, const TargetBatch& targets) {
+      const StepPart part("denoising");  // a named phase in the profiler
+      const DetrTargets detr = detr_targets(targets, x.size(3), x.size(2));
+      const DenoisingOptions options{.classes = class_count, .queries = kQueries, .mirror_negative = true};
+      const std::int64_t count = denoising_shape(detr.counts, options).first;
+      const DenoisingNoise noise = draw_denoising_noise(static_cast<std::int64_t>(detr.counts.size()), count, class_count,
+                                                        at::detail::getDefaultCPUGenerator());
+      return make_denoising_queries(detr, options, noise);
+    };
+    model.forward_train = [net, denoising](const at::Tensor& x, const TargetBatch& targets) mutable {
+      const DenoisingQueries queries = denoising(x, targets);
+      return pack_dfine_outputs(net->forward(x, &queries), x.size(3), x.size(2));
+    };
+    model.train_region = {.modules = net->encode_modules(),
+                          .run = [net](const at::Tensor& x) mutable { return net->encode(x); },
+                          .rest = [net, denoising](const at::Tensor& x, const std::vector<at::Tensor>& features,
+                                                   const TargetBatch& targets) mutable {
+                            const DenoisingQueries queries = denoising(x, targets);
+                            return pack_dfine_outputs(net->decode(features, &queries), x.size(3), x.size(2));
+                          }};
+    model.fuse = [] {};
+    return model;
+  }
+  std::string fine_tune_form(const std::string& size) const override {
+    return dfine_config(size).frozen_norm ? "the backbone's stem and BatchNorm layers frozen" : "the backbone's stem frozen";
+  }
+  bool written_in_fine_tune_form(const std::string& size, const std::map<std::string, at::Tensor>& tensors) const override {
+    if (!dfine_config(size).frozen_norm) return false;
+    bool norms = false;
+    for (const auto& [name, tensor] : tensors) {
+      if (!name.starts_with("backbone.") || !name.ends_with(".running_var")) continue;
+      norms = true;
+      if (tensors.count(name.substr(0, name.size() - std::string_view("running_var").size()) + "num_batches_tracked")) return false;
+    }
+    return norms;
+  }
+  std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "encoder.", "decoder."}; }
+  bool recognises_key(std::string_view name) const override {
+    return name.starts_with("decoder.lqe_layers") || name.starts_with("decoder.decoder.lqe_layers");
+  }
+  at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
+    return images.to(device, /*non_blocking=*/true).to(at::kFloat).div_(255.0);  // RGB, 0-1
+  }
+  Decoded decode(const std::vector<at::Tensor>&) const override {
+    throw RuntimeError("D-FINE's outputs are not decoded for NMS: its detections are the top-k queries (detections())");
+  }
+  std::vector<at::Tensor> eval_maps(std::vector<at::Tensor> raw) const override {
+    const PackedDfineOutputs packed = unpack_dfine_outputs(raw);
+    return {packed.outputs.last.logits, packed.outputs.last.boxes};
+  }
+  std::optional<std::vector<at::Tensor>> detections(const std::vector<at::Tensor>& maps, std::int64_t width, std::int64_t height,
+                                                    double confidence, int max_detections) const override {
+    const std::vector<std::pair<double, double>> sizes(static_cast<std::size_t>(maps.at(0).size(0)),
+                                                       {static_cast<double>(width), static_cast<double>(height)});
+    return top_detections(maps.at(0).to(at::kFloat), maps.at(1).to(at::kFloat), sizes, confidence, max_detections,
+                          /*clamp_sizes=*/true);
+  }
+  data::InputFit input_fit() const override { return data::InputFit::stretch; }
+  double validation_confidence() const override { return 0.0; }
+  GraphRegion graph_region() const override { return GraphRegion::backbone_encoder; }
+  bool may_leave_parameters_unused() const override { return true; }  // denoising_class_embed without targets
+  ParameterRules parameter_rules(const config::Config& config) const override {
+    return dfine_parameter_rules(config.get_real("backbone_lr_mult"));
+  }
+  std::vector<std::string> loss_names() const override { return {"vfl", "bbox", "giou", "fgl", "ddf"}; }  // LibreYOLO's
+  std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override {
+    return std::make_unique<DfineLoss>(gains.classes, gains.global_normaliser);
+  }
+  bool channels_last_on_cpu() const override { return false; }
+  bool warms_up_momentum() const override { return false; }
+  data::Recipe augment_recipe() const override { return data::Recipe::detr; }
+  PrecisionNote precision_note(bool amp, bool float16) const override {
+    if (!amp) {
+      return {"D-FINE trains in float32 by default (amp=false, as the training-performance guide ships it): its decoder "
+              "clamps activations at 65504, the largest finite float16; amp=true amp_dtype=bfloat16 is the mixed-precision lever"};
+    }
+    if (float16) {
+      return {"amp=true with float16: D-FINE's decoder clamps its activations at 65504, the largest finite float16, so a "
+              "layer that overflows trains on a clipped value; amp_dtype=bfloat16 keeps float32's range",
+              true};
+    }
+    return {};
+  }
+  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override { return dfine_option_defaults(size); }
+
+ private:
+  static constexpr int kQueries = 300;
+};
+
+}  // namespace
+
+const Family& dfine_family() {
+  static const DfineFamily instance;
+  return instance;
+}
+
+}  // namespace libreyolo::models::detr

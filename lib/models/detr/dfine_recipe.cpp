@@ -1,0 +1,44 @@
+#include "models/detr/dfine_recipe.h"
+
+namespace libreyolo::models::detr {
+
+std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size) {
+  (void)size;  // every size trains with the same recipe
+  return {
+      {"epochs", "132"},
+      {"optimizer", "adamw"},
+      {"lr0", "0.0002"},
+      {"backbone_lr_mult", "0.5"},
+      {"weight_decay", "0.0001"},
+      {"scheduler", "flat_cosine"},
+      {"warmup_epochs", "2"},
+      {"warmup_lr_start", "0.000001"},
+      {"min_lr_ratio", "0.05"},
+      {"no_aug_epochs", "4"},
+      {"clip_max_norm", "0.1"},
+      {"ema_decay", "0.9999"},
+      {"amp", "false"},
+      {"mosaic", "0.0"},
+      {"mixup", "0.0"},
+      {"hsv_prob", "0.0"},
+      {"degrees", "0.0"},
+      {"translate", "0.0"},
+      {"shear", "0.0"},
+      {"max_labels", "120"},
+      {"eval_interval", "1"},
+      {"name", "dfine_exp"},
+  };
+}
+
+ParameterRules dfine_parameter_rules(double backbone_multiplier) {
+  return [backbone_multiplier](std::string_view name) {
+    const auto has = [name](std::string_view part) { return name.find(part) != std::string_view::npos; };
+    const bool no_decay = has("norm") || has(".bn.") || has("bias") || has("lab.scale");
+    if (name.starts_with("backbone.")) {
+      return ParameterRule{.group = no_decay ? 3 : 2, .decay = !no_decay, .lr_multiplier = backbone_multiplier};
+    }
+    return ParameterRule{.group = no_decay ? 1 : 0, .decay = !no_decay};
+  };
+}
+
+}  // namespace libreyolo::models::detr

@@ -1,0 +1,21 @@
+// D-FINE's recipe as libreyolo 1.6.0's DFINEConfig and trainer set it: AdamW 2e-4 with weight decay
+// 1e-4, the backbone at backbone_lr_mult (0.5) of the schedule's rate, no decay on norms, biases
+// and the learnable affine's scale; flat-then-cosine with 2 warm-up epochs and a 0.05 floor over
+// the last 4; clip 0.1; EMA 0.9999; horizontal flips; 132 epochs. AMP off, as the
+// training-performance guide ships it (1.6.0 turns it on).
+#pragma once
+
+#include "core/option_table.h"
+#include "models/family.h"
+
+#include <string>
+#include <vector>
+
+namespace libreyolo::models::detr {
+
+std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size);
+// {backbone, head} x {decay, none}: norms ("norm", ".bn."), biases and "lab.scale" without decay,
+// the backbone's groups at `backbone_multiplier`.
+ParameterRules dfine_parameter_rules(double backbone_multiplier);
+
+}  // namespace libreyolo::models::detr
