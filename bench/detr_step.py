@@ -1,10 +1,11 @@
-"""An RT-DETR training step on the CPU, ours (bench/detr_step) beside libreyolo 1.6.0's (its
-RTDETRModel and RTDETRLoss, torch's AdamW and clip_grad_norm_), same size, input, batch, targets
-and recipe (lr 1e-4, weight decay 1e-4, clip 0.1), by phase: forward with the denoising queries,
+"""An RT-DETR or D-FINE training step on the CPU, ours (bench/detr_step) beside libreyolo 1.6.0's
+(its RTDETRModel and RTDETRLoss, or LibreDFINEModel and DFINECriterion; torch's AdamW and
+clip_grad_norm_), same size, input, batch, targets and recipe (lr 1e-4 for RT-DETR, 2e-4 for
+D-FINE, weight decay 1e-4, clip 0.1), by phase: forward with the denoising queries,
 matching and loss, backward, optimizer. Medians over --steps after a warm-up step; --repeat runs
 each implementation that many times, interleaved, and reports the median of their medians.
 
-    python3 bench/detr_step.py [--size r18] [--imgsz 320] [--batch 4] [--steps 5] [--repeat 3]
+    python3 bench/detr_step.py [--size r18|...|x|dfine-n|...|dfine-x] [--imgsz 320] [--batch 4] [--steps 5] [--repeat 3]
                                [--targets 6] [--threads N]
 
 Needs the test venv (libreyolo 1.6.0, torch) for the reference; run it with that venv's Python.
@@ -24,21 +25,52 @@ PHASES = ("forward_s", "matching_loss_s", "backward_s", "optimizer_s", "step_s")
 
 def reference_step(args):
     import torch
+
+    torch.manual_seed(0)
+    if args.size.startswith("dfine-"):
+        model, criterion, lr = dfine_reference(args.size[6:])
+    else:
+        model, criterion, lr = rtdetr_reference(args.size)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
+    return time_steps(args, model, criterion, optimizer)
+
+
+def dfine_reference(size):
+    """LibreDFINEModel from scratch and DFINECriterion as LibreYOLO's D-FINE trainer builds them; lr 2e-4."""
+    from libreyolo.models.dfine.loss import DFINECriterion
+    from libreyolo.models.dfine.matcher import HungarianMatcher
+    from libreyolo.models.dfine.nn import LibreDFINEModel
+
+    model = LibreDFINEModel(size, nb_classes=80, train_from_scratch=True)
+    matcher = HungarianMatcher(weight_dict={"cost_class": 2.0, "cost_bbox": 5.0, "cost_giou": 2.0}, use_focal_loss=True,
+                               alpha=0.25, gamma=2.0)
+    criterion = DFINECriterion(matcher=matcher, weight_dict={"loss_vfl": 1.0, "loss_bbox": 5.0, "loss_giou": 2.0,
+                                                             "loss_fgl": 0.15, "loss_ddf": 1.5},
+                               losses=["vfl", "boxes", "local"], alpha=0.75, gamma=2.0, num_classes=80, reg_max=32)
+    return model, lambda outputs, targets: sum(criterion(outputs, targets).values()), 2e-4
+
+
+def rtdetr_reference(size):
+    """RTDETRModel and RTDETRLoss as LibreYOLO's RT-DETR trainer builds them; lr 1e-4."""
     from libreyolo.models.rtdetr.loss import RTDETRLoss
     from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
     from libreyolo.models.rtdetr.nn import RTDETRModel
 
-    torch.manual_seed(0)
-    cfg = RTDETR_CONFIGS[args.size]
+    cfg = RTDETR_CONFIGS[size]
     model = RTDETRModel(num_classes=80, backbone_depth=cfg["backbone_depth"], backbone_freeze_at=-1,
                         backbone_freeze_norm=False, backbone_pretrained=False, hidden_dim=cfg["encoder_hidden_dim"],
                         dim_feedforward=cfg["encoder_dim_feedforward"], expansion=cfg["encoder_expansion"],
                         decoder_hidden_dim=cfg["decoder_hidden_dim"],
                         decoder_dim_feedforward=cfg.get("decoder_dim_feedforward", 1024),
                         num_decoder_layers=cfg["num_decoder_layers"], eval_idx=cfg["eval_idx"])
-    model.train()
     criterion = RTDETRLoss(num_classes=80)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-4)
+    return model, lambda outputs, targets: criterion(outputs, targets)["total_loss"], 1e-4
+
+
+def time_steps(args, model, criterion, optimizer):
+    import torch
+
     images = torch.rand(args.batch, 3, args.imgsz, args.imgsz)
     targets = []
     for _ in range(args.batch):
@@ -51,11 +83,11 @@ def reference_step(args):
         outputs = model(images, targets=targets)
         forward = time.perf_counter() - start
         start = time.perf_counter()
-        losses = criterion(outputs, targets)
+        loss = criterion(outputs, targets)
         matching_loss = time.perf_counter() - start
         start = time.perf_counter()
         optimizer.zero_grad()
-        losses["total_loss"].backward()
+        loss.backward()
         backward = time.perf_counter() - start
         start = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
@@ -96,7 +128,7 @@ def main():
         runs["reference"].append(reference_step(args))
         for name, run in (("ours", runs["ours"][-1]), ("reference", runs["reference"][-1])):
             print(json.dumps({"run": name} | {k: run[k] for k in PHASES}))
-    summary = {"bench": "detr_step", "model": f"rtdetr-{args.size}", "imgsz": args.imgsz, "batch": args.batch,
+    summary = {"bench": "detr_step", "model": args.size if args.size.startswith("dfine-") else f"rtdetr-{args.size}", "imgsz": args.imgsz, "batch": args.batch,
                "targets_per_image": args.targets, "steps": args.steps, "repeat": args.repeat, "cpu": cpu_model(),
                "threads": runs["ours"][-1]["threads"]}
     for name in PHASES:

@@ -1,7 +1,9 @@
 # It learns: MODEL from scratch over-fits coco8 (the same 8 images to train and validate on,
 # augmentation off) to mAP50 >= 0.5.   overfit_coco8.sh MODEL IMGSZ EPOCHS [KEY=VALUE...]
 # (yolo9-t: 150 epochs; yolox-s: 300, it learns more slowly, in the reference too; rtdetr-r18:
-# 100 epochs at lr0 = lr_backbone = 5e-4, its recipe's 1e-4 and 5e-6 being for a pretrained backbone)
+# 100 epochs at lr0 = lr_backbone = 5e-4, its recipe's 1e-4 and 5e-6 being for a pretrained backbone;
+# dfine-n: 100 epochs at 320 px, its two levels' 500 positions feeding 300 queries, lr0 5e-4 with the
+# backbone at the same rate; measured mAP50 0.87)
 # Skips (77) when ../shared/datasets/coco8 is absent.
 . "$(dirname "$0")/../cli/lib.sh"
 model=$1; imgsz=$2; epochs=$3; shift 3

@@ -109,6 +109,7 @@ struct Level {
 void local_terms(std::vector<std::pair<std::string, at::Tensor>>& terms, const std::string& suffix, const Level& level,
                  const Matched& m, const at::Tensor& normaliser, const at::Tensor& up, const at::Tensor& reg_scale,
                  const DfineCriterionOptions& options, LocalState& state) {
+  const StepPart part("fdr_loss");  // the distribution losses, a named phase in the profiler
   const std::int64_t bins = options.reg_max + 1;
   const at::Tensor predicted = level.corners.index({m.image, m.query}).reshape({-1, bins});
   const at::Tensor references = level.references.index({m.image, m.query}).detach();
