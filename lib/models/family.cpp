@@ -16,7 +16,8 @@ namespace libreyolo::models {
 
 // The registry: one line per family.
 std::span<const Family* const> families() {
-  static const std::array<const Family*, 4> all{&yolo9::family(), &yolox::family(), &detr::rtdetr_family(), &detr::dfine_family()};
+  static const std::array<const Family*, 5> all{&yolo9::family(), &yolox::family(), &detr::rtdetr_family(), &detr::dfine_family(),
+                                                &detr::deim_family()};
   return all;
 }
 

@@ -20,11 +20,12 @@ struct Family {
   std::initializer_list<std::string_view> sizes;
 };
 
-const std::array<Family, 4> kFamilies{{
+const std::array<Family, 5> kFamilies{{
     {"yolo9", "LibreYOLO9", {"t", "s", "m", "c"}},
     {"yolox", "LibreYOLOX", {"n", "t", "s", "m", "l", "x"}},
     {"rtdetr", "LibreRTDETR", {"r18", "r34", "r50", "r50m", "r101", "l", "x"}},
     {"dfine", "LibreDFINE", {"n", "s", "m", "l", "x"}},
+    {"deim", "LibreDEIM", {"n", "s", "m", "l", "x"}},
 }};
 
 bool has_size(const Family& family, std::string_view size) {

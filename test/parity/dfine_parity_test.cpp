@@ -1,5 +1,6 @@
 // Parity of our whole D-FINE network with libreyolo 1.6.0's (make_dfine_reference.py), for n as from
-// a checkpoint (two levels, the learnable affine, the stem frozen) and s from scratch: the state
+// a checkpoint (two levels, the learnable affine, the stem frozen) and s from scratch, and of DEIM-n
+// (SiLU heads, MAL) as from a checkpoint: the state
 // dict loads by name (strict: the anchors, up and reg_scale included), and on the same images the
 // eval outputs, every training output (each layer's logits, boxes, edge distributions and reference
 // boxes, the pre boxes, the encoder's proposals, the denoising queries' with the reference's draws),
@@ -27,6 +28,7 @@ bool run_case(const Tensors& all, const std::string& name) {
   detr::DfineOptions options;
   options.size = detr::dfine_sizes().at(static_cast<std::size_t>(config[0].item<std::int64_t>()));
   options.scratch = config[1].item<std::int64_t>() != 0;
+  options.deim = config[2].item<std::int64_t>() != 0;
   options.classes = 7;
   options.queries = 20;
   detr::DfineModel model(options);
@@ -72,6 +74,7 @@ bool run_case(const Tensors& all, const std::string& name) {
   {
     detr::DfineCriterionOptions criterion;
     criterion.classes = options.classes;
+    criterion.mal = options.deim;
     const Tensors expected = with_prefix(io, "loss.");
     auto terms = detr::dfine_loss_terms(out, parity::targets_of(io), model->decoder()->up(), model->decoder()->reg_scale(), criterion);
     at::Tensor sum;
@@ -112,10 +115,10 @@ bool run_case(const Tensors& all, const std::string& name) {
   total.backward();
   parity::compare_gradients(*model, with_prefix(io, "grad."), grads);
   const bool ok = eval.worst <= 1e-5 && train.worst <= 1e-5 && loss.worst <= 1e-5 && loss_grads.worst <= 1e-5 && grads.worst <= 1e-4;
-  fmt::print("{}: D-FINE-{} ({}): eval {:.2g}, {} training outputs {:.2g}, {} loss terms {:.2g}, {} loss gradients {:.2g}, {} "
+  fmt::print("{}: {}-{} ({}): eval {:.2g}, {} training outputs {:.2g}, {} loss terms {:.2g}, {} loss gradients {:.2g}, {} "
              "gradients {:.2g} (max rel. diff); {} of {} tensors bit-identical: {}\n",
-             name, options.size, options.scratch ? "from scratch" : "as from a checkpoint", eval.worst, train.compared, train.worst,
-             loss.compared, loss.worst, loss_grads.compared, loss_grads.worst, grads.compared, grads.worst,
+             name, options.deim ? "DEIM" : "D-FINE", options.size, options.scratch ? "from scratch" : "as from a checkpoint", eval.worst,
+             train.compared, train.worst, loss.compared, loss.worst, loss_grads.compared, loss_grads.worst, grads.compared, grads.worst,
              eval.exact + train.exact + loss.exact + loss_grads.exact + grads.exact,
              eval.compared + train.compared + loss.compared + loss_grads.compared + grads.compared, ok ? "ok" : "MISMATCH");
   return ok;

@@ -72,8 +72,15 @@ at::Tensor varifocal(const at::Tensor& logits, const at::Tensor& boxes, const Ma
   const at::Tensor one_hot = at::one_hot(target_classes, options.classes + 1).narrow(-1, 0, options.classes);
   at::Tensor score = at::zeros_like(target_classes, logits.options());
   score.index_put_({m.image, m.query}, ious.to(score.scalar_type()));
-  const at::Tensor target_score = score.unsqueeze(-1) * one_hot;
-  const at::Tensor weight = options.vfl_alpha * at::sigmoid(logits).detach().pow(options.vfl_gamma) * (1 - one_hot) + target_score;
+  at::Tensor target_score = score.unsqueeze(-1) * one_hot;
+  const at::Tensor predicted = at::sigmoid(logits).detach();
+  at::Tensor weight;
+  if (options.mal) {  // DEIM's MAL (its mal_alpha unset)
+    target_score = target_score.pow(options.mal_gamma);
+    weight = predicted.pow(options.mal_gamma) * (1 - one_hot) + one_hot;
+  } else {
+    weight = options.vfl_alpha * predicted.pow(options.vfl_gamma) * (1 - one_hot) + target_score;
+  }
   const at::Tensor loss = at::binary_cross_entropy_with_logits(logits, target_score, weight, {}, at::Reduction::None);
   return loss.mean(1).sum() * logits.size(1) / normaliser;
 }
@@ -155,7 +162,8 @@ void level_terms(std::vector<std::pair<std::string, at::Tensor>>& terms, const s
                  const at::Tensor& shared_normaliser, const at::Tensor& up, const at::Tensor& reg_scale,
                  const DfineCriterionOptions& options, LocalState& state) {
   const Matched own_matched = gather(own, targets);
-  terms.emplace_back("loss_vfl" + suffix, varifocal(level.logits, level.boxes, own_matched, boxes_normaliser, options) * options.vfl_weight);
+  terms.emplace_back((options.mal ? "loss_mal" : "loss_vfl") + suffix,
+                     varifocal(level.logits, level.boxes, own_matched, boxes_normaliser, options) * options.vfl_weight);
   const Matched matched = gather(shared, targets);
   const auto [l1, giou] = box_terms(level.boxes, matched, shared_normaliser);
   terms.emplace_back("loss_bbox" + suffix, l1 * options.l1_weight);
@@ -314,13 +322,14 @@ LossTerms dfine_loss(const DfineOutputs& outputs, const DetrTargets& targets, co
   LossTerms result;
   std::map<std::string, at::Tensor> parts;
   const auto add = [](at::Tensor& sum, const at::Tensor& term) { sum = sum.defined() ? sum + term : term; };
+  const std::vector<std::string> names{options.mal ? "mal" : "vfl", "bbox", "giou", "fgl", "ddf"};
   for (const auto& [name, value] : terms) {
     add(result.total, value);
-    for (const char* part : {"vfl", "bbox", "giou", "fgl", "ddf"}) {
-      if (name.starts_with(fmt::format("loss_{}", part))) add(parts[part], value);
+    for (const auto& part : names) {
+      if (name.starts_with("loss_" + part)) add(parts[part], value);
     }
   }
-  for (const char* part : {"vfl", "bbox", "giou", "fgl", "ddf"}) {
+  for (const auto& part : names) {
     result.parts.emplace_back(part, parts.count(part) ? parts[part].detach() : at::zeros({}));
   }
   return result;

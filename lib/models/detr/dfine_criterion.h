@@ -1,4 +1,5 @@
-// D-FINE's set loss (the reference's DFINECriterion), shared by DEIM: every output level is matched
+// D-FINE's set loss (the reference's DFINECriterion), shared by DEIM (its DEIMCriterion: MAL in place
+// of VFL): every output level is matched
 // (Hungarian, D-FINE's cost form), and the box and distribution terms of every decoder level use the
 // union of those matches (GO-LSD: per query, the target it was matched to on the most levels). The
 // terms: VFL on each level's own matches; L1 and GIoU; FGL, a two-bin cross-entropy of each matched
@@ -27,6 +28,10 @@ struct DfineCriterionOptions {
   std::int64_t reg_max = 32;
   double temperature = 5.0;
   MatchCost match{.dfine = true};
+  // DEIM: MAL in place of VFL (loss_mal): the targets' IoU raised to mal_gamma as the score, matched
+  // classes weighted 1 and the rest by p^mal_gamma
+  bool mal = false;
+  double mal_gamma = 1.5;
 };
 
 // One image's matches: query indices and the image's own target indices (int64, same length).
@@ -53,7 +58,8 @@ std::vector<std::pair<std::string, at::Tensor>> dfine_loss_terms(const DfineOutp
                                                                  const DfineCriterionOptions& options,
                                                                  const GlobalNormaliser& normaliser = {});
 
-// The total, and its parts summed over the levels as LibreYOLO shows them: vfl, bbox, giou, fgl, ddf.
+// The total, and its parts summed over the levels as LibreYOLO shows them: vfl (DEIM: mal), bbox,
+// giou, fgl, ddf.
 LossTerms dfine_loss(const DfineOutputs& outputs, const DetrTargets& targets, const at::Tensor& up, const at::Tensor& reg_scale,
                      const DfineCriterionOptions& options, const GlobalNormaliser& normaliser = {});
 

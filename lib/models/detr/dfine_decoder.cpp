@@ -107,8 +107,9 @@ TORCH_MODULE(Gate);
 
 class FdrDecoderLayerImpl : public torch::nn::Module {
  public:
-  FdrDecoderLayerImpl(int dim, int heads, int feedforward, const std::vector<int>& points)
-      : self_attn_(register_module("self_attn", MultiheadAttention(dim, heads))),
+  FdrDecoderLayerImpl(int dim, int heads, int feedforward, const std::vector<int>& points, Activation activation)
+      : activation_(activation),
+        self_attn_(register_module("self_attn", MultiheadAttention(dim, heads))),
         norm1_(register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
         cross_attn_(register_module("cross_attn", FdrDeformableAttention(dim, heads, points))),
         gateway_(register_module("gateway", Gate(dim))),
@@ -126,11 +127,12 @@ class FdrDecoderLayerImpl : public torch::nn::Module {
     at::Tensor x = norm1_->forward(target + self_attn_->forward(q, q, target, attn_mask));
     const at::Tensor attended = cross_attn_->forward(x + position, reference, value, shapes);
     x = gateway_->forward(x, attended);
-    x = x + linear(linear2_, at::relu(linear(linear1_, x)));
+    x = x + linear(linear2_, activate(linear(linear1_, x), activation_));
     return norm3_->forward(x.clamp(-65504, 65504));  // the largest finite float16
   }
 
  private:
+  Activation activation_;
   MultiheadAttention self_attn_;
   torch::nn::LayerNorm norm1_;
   FdrDeformableAttention cross_attn_;
@@ -144,7 +146,8 @@ TORCH_MODULE(FdrDecoderLayer);
 // through a small MLP ("reg_conf"), added to the class scores.
 class LqeImpl : public torch::nn::Module {
  public:
-  explicit LqeImpl(int reg_max) : reg_max_(reg_max), reg_conf_(register_module("reg_conf", Mlp(4 * (kTop + 1), 64, 1, 2))) {
+  LqeImpl(int reg_max, Activation activation)
+      : reg_max_(reg_max), reg_conf_(register_module("reg_conf", Mlp(4 * (kTop + 1), 64, 1, 2, activation))) {
     torch::NoGradGuard no_grad;
     reg_conf_->last()->weight.zero_();
     reg_conf_->last()->bias.zero_();
@@ -235,26 +238,27 @@ DfineDecoderImpl::DfineDecoderImpl(const DfineDecoderOptions& options) : options
   layers_ = torch::nn::ModuleList();
   lqe_layers_ = torch::nn::ModuleList();
   for (int i = 0; i < options.layers; ++i) {
-    layers_->push_back(FdrDecoderLayer(hidden, options.heads, options.feedforward, options.points));
-    lqe_layers_->push_back(Lqe(options.reg_max));
+    layers_->push_back(FdrDecoderLayer(hidden, options.heads, options.feedforward, options.points, options.activation));
+    lqe_layers_->push_back(Lqe(options.reg_max, options.activation));
   }
   register_module("decoder", FdrStack(layers_, lqe_layers_, up_, reg_scale_));
   up_ = register_buffer("up", up_);  // the reference's frozen parameters: constants
   reg_scale_ = register_buffer("reg_scale", reg_scale_);
   denoising_class_embed_ = register_module(
       "denoising_class_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(options.classes + 1, hidden).padding_idx(options.classes)));
-  query_pos_head_ = register_module("query_pos_head", Mlp(4, 2 * hidden, hidden, 2));
+  const Activation mlp = options.mlp_activation;
+  query_pos_head_ = register_module("query_pos_head", Mlp(4, 2 * hidden, hidden, 2, mlp));
   enc_output_linear_ = torch::nn::Linear(hidden, hidden);
   enc_output_norm_ = torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden}));
   enc_output_ = register_module("enc_output", torch::nn::Sequential({{"proj", enc_output_linear_}, {"norm", enc_output_norm_}}));
   enc_score_head_ = register_module("enc_score_head", torch::nn::Linear(hidden, options.classes));
-  enc_bbox_head_ = register_module("enc_bbox_head", Mlp(hidden, hidden, 4, 3));
+  enc_bbox_head_ = register_module("enc_bbox_head", Mlp(hidden, hidden, 4, 3, mlp));
   dec_score_head_ = register_module("dec_score_head", torch::nn::ModuleList());
-  pre_bbox_head_ = register_module("pre_bbox_head", Mlp(hidden, hidden, 4, 3));
+  pre_bbox_head_ = register_module("pre_bbox_head", Mlp(hidden, hidden, 4, 3, mlp));
   dec_bbox_head_ = register_module("dec_bbox_head", torch::nn::ModuleList());
   for (int i = 0; i < options.layers; ++i) {
     dec_score_head_->push_back(torch::nn::Linear(hidden, options.classes));
-    dec_bbox_head_->push_back(Mlp(hidden, hidden, 4 * (options.reg_max + 1), 3));
+    dec_bbox_head_->push_back(Mlp(hidden, hidden, 4 * (options.reg_max + 1), 3, mlp));
   }
   // the grid anchors of the eval size, which the reference's weights hold
   SpatialShapes eval_shapes;

@@ -1,4 +1,5 @@
-// D-FINE's decoder (the reference's DFINETransformer), shared by DEIM: query selection as RT-DETR's
+// D-FINE's decoder (the reference's DFINETransformer), shared by DEIM (its DEIMTransformer: SiLU
+// in place of ReLU): query selection as RT-DETR's
 // (the encoder's top-k positions against grid anchors, denoising queries in front in training),
 // then layers of self-attention, multi-scale deformable cross-attention without value or output
 // projections (a per-level point count, bilinear grid_sample) merged by a gate, and a feed-forward
@@ -62,6 +63,8 @@ struct DfineDecoderOptions {
   std::vector<int> points{3, 6, 3};  // sampling points per level and head
   int reg_max = 32;
   double reg_scale = 4.0;
+  Activation activation = Activation::relu;      // the layers' feed-forward and the quality heads (DEIM: SiLU)
+  Activation mlp_activation = Activation::relu;  // the box and position heads (DEIM: SiLU)
   int eval_size = 640;  // the square size whose grid anchors the weights hold (the reference's eval_spatial_size)
   std::vector<int> strides{8, 16, 32};
 };

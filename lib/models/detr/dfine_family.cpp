@@ -75,7 +75,10 @@ namespace {
 
 class DfineLoss final : public TrainingLoss {
  public:
-  DfineLoss(std::int64_t classes, const GlobalNormaliser& normaliser) : normaliser_(normaliser) { options_.classes = classes; }
+  DfineLoss(std::int64_t classes, bool deim, const GlobalNormaliser& normaliser) : normaliser_(normaliser) {
+    options_.classes = classes;
+    options_.mal = deim;  // DEIM's criterion: MAL (gamma 1.5) in place of VFL
+  }
   LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
     const StepPart part("loss");  // a named phase in the profiler (its matcher's included)
     const PackedDfineOutputs packed = unpack_dfine_outputs(maps);
@@ -89,15 +92,17 @@ class DfineLoss final : public TrainingLoss {
   GlobalNormaliser normaliser_;
 };
 
+// D-FINE, and DEIM (`deim`): the same network with SiLU heads, MAL and its own recipe.
 class DfineFamily final : public Family {
  public:
-  std::string_view name() const override { return "dfine"; }
-  // From scratch nothing is frozen; from weights (LibreYOLO's non-scratch build) the stem is
-  // frozen, and l and x freeze the backbone's BatchNorm layers.
+  explicit DfineFamily(bool deim) : deim_(deim) {}
+  std::string_view name() const override { return deim_ ? "deim" : "dfine"; }
+  // From scratch nothing is frozen; from weights (LibreYOLO's non-scratch build) D-FINE's stem is
+  // frozen, and l and x (both families) freeze the backbone's BatchNorm layers.
   DetectionModel build(const std::string& size, int class_count, int, bool fine_tune) const override {
-    DfineModel net(DfineOptions{.size = size, .classes = class_count, .queries = kQueries, .scratch = !fine_tune});
+    DfineModel net(DfineOptions{.size = size, .classes = class_count, .queries = kQueries, .scratch = !fine_tune, .deim = deim_});
     DetectionModel model;
-    model.display_name = fmt::format("D-FINE-{}", size);
+    model.display_name = fmt::format("{}-{}", deim_ ? "DEIM" : "D-FINE", size);
     model.module = net.ptr();
     model.forward = [net](const at::Tensor& x) mutable {
       const DfineOutputs out = net->forward(x);
@@ -129,7 +134,9 @@ class DfineFamily final : public Family {
     return model;
   }
   std::string fine_tune_form(const std::string& size) const override {
-    return dfine_config(size).frozen_norm ? "the backbone's stem and BatchNorm layers frozen" : "the backbone's stem frozen";
+    const bool norms = dfine_config(size).frozen_norm;
+    if (deim_) return norms ? "the backbone's BatchNorm layers frozen" : "";
+    return norms ? "the backbone's stem and BatchNorm layers frozen" : "the backbone's stem frozen";
   }
   bool written_in_fine_tune_form(const std::string& size, const std::map<std::string, at::Tensor>& tensors) const override {
     if (!dfine_config(size).frozen_norm) return false;
@@ -142,14 +149,15 @@ class DfineFamily final : public Family {
     return norms;
   }
   std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "encoder.", "decoder."}; }
+  // DEIM's weights carry D-FINE's names: a file that does not say its family reads as D-FINE
   bool recognises_key(std::string_view name) const override {
-    return name.starts_with("decoder.lqe_layers") || name.starts_with("decoder.decoder.lqe_layers");
+    return !deim_ && (name.starts_with("decoder.lqe_layers") || name.starts_with("decoder.decoder.lqe_layers"));
   }
   at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
     return images.to(device, /*non_blocking=*/true).to(at::kFloat).div_(255.0);  // RGB, 0-1
   }
   Decoded decode(const std::vector<at::Tensor>&) const override {
-    throw RuntimeError("D-FINE's outputs are not decoded for NMS: its detections are the top-k queries (detections())");
+    throw RuntimeError("D-FINE's and DEIM's outputs are not decoded for NMS: their detections are the top-k queries (detections())");
   }
   std::vector<at::Tensor> eval_maps(std::vector<at::Tensor> raw) const override {
     const PackedDfineOutputs packed = unpack_dfine_outputs(raw);
@@ -169,35 +177,49 @@ class DfineFamily final : public Family {
   ParameterRules parameter_rules(const config::Config& config) const override {
     return dfine_parameter_rules(config.get_real("backbone_lr_mult"));
   }
-  std::vector<std::string> loss_names() const override { return {"vfl", "bbox", "giou", "fgl", "ddf"}; }  // LibreYOLO's
+  std::vector<std::string> loss_names() const override {  // LibreYOLO's
+    return {deim_ ? "mal" : "vfl", "bbox", "giou", "fgl", "ddf"};
+  }
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override {
-    return std::make_unique<DfineLoss>(gains.classes, gains.global_normaliser);
+    return std::make_unique<DfineLoss>(gains.classes, deim_, gains.global_normaliser);
   }
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }
   data::Recipe augment_recipe() const override { return data::Recipe::detr; }
   PrecisionNote precision_note(bool amp, bool float16) const override {
+    const char* family = deim_ ? "DEIM" : "D-FINE";
     if (!amp) {
-      return {"D-FINE trains in float32 by default (amp=false, as the training-performance guide ships it): its decoder "
-              "clamps activations at 65504, the largest finite float16; amp=true amp_dtype=bfloat16 is the mixed-precision lever"};
+      return {fmt::format("{} trains in float32 by default (amp=false, as the training-performance guide ships it): its "
+                          "decoder clamps activations at 65504, the largest finite float16; amp=true amp_dtype=bfloat16 is the "
+                          "mixed-precision lever",
+                          family)};
     }
     if (float16) {
-      return {"amp=true with float16: D-FINE's decoder clamps its activations at 65504, the largest finite float16, so a "
-              "layer that overflows trains on a clipped value; amp_dtype=bfloat16 keeps float32's range",
+      return {fmt::format("amp=true with float16: {}'s decoder clamps its activations at 65504, the largest finite float16, so "
+                          "a layer that overflows trains on a clipped value; amp_dtype=bfloat16 keeps float32's range",
+                          family),
               true};
     }
     return {};
   }
-  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override { return dfine_option_defaults(size); }
+  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
+    return deim_ ? deim_option_defaults(size) : dfine_option_defaults(size);
+  }
 
  private:
   static constexpr int kQueries = 300;
+  bool deim_;
 };
 
 }  // namespace
 
 const Family& dfine_family() {
-  static const DfineFamily instance;
+  static const DfineFamily instance(/*deim=*/false);
+  return instance;
+}
+
+const Family& deim_family() {
+  static const DfineFamily instance(/*deim=*/true);
   return instance;
 }
 

@@ -13,6 +13,8 @@
 namespace libreyolo::models::detr {
 
 const Family& dfine_family();
+// DEIM: D-FINE's network with SiLU heads, MAL in place of VFL, LibreYOLO's DEIM recipe.
+const Family& deim_family();
 
 // The outputs as the trainer carries a network's maps: a header [auxiliary levels, denoising
 // levels, denoising groups, images with denoising positives, input width, input height] (int64,

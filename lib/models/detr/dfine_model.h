@@ -1,7 +1,9 @@
 // D-FINE as LibreYOLO builds it: HGNetv2 ("backbone", D-FINE's layout), the hybrid encoder with
 // RepNCSPELAN4 fusion ("encoder") and the FDR decoder ("decoder"), per size n, s, m, l and x (n: two
 // levels at strides 16 and 32). Trained from scratch nothing is frozen; from weights, as LibreYOLO
-// does, the stem is frozen and l and x freeze their backbone norms.
+// does, the stem is frozen and l and x freeze their backbone norms. DEIM (`deim`) is the same
+// network, sizes and weight names with SiLU in the decoder's feed-forward and heads, and from
+// weights only l and x's norms frozen.
 #pragma once
 
 #include "models/detr/denoising.h"
@@ -39,7 +41,8 @@ struct DfineOptions {
   std::string size = "n";
   int classes = 80;
   int queries = 300;
-  bool scratch = true;  // false: the stem frozen, and the backbone norms where the size freezes them
+  bool scratch = true;  // false: the stem frozen (D-FINE), and the backbone norms where the size freezes them
+  bool deim = false;    // DEIM's network
 };
 
 class DfineModelImpl : public torch::nn::Module {

@@ -30,6 +30,34 @@ std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size
   };
 }
 
+std::vector<config::OptionDefault> deim_option_defaults(const std::string& size) {
+  (void)size;
+  return {
+      {"epochs", "132"},
+      {"optimizer", "adamw"},
+      {"lr0", "0.0001"},
+      {"weight_decay", "0.0001"},
+      {"scheduler", "flat_cosine"},
+      {"warmup_epochs", "2"},
+      {"warmup_lr_start", "0.000001"},
+      {"min_lr_ratio", "0.05"},
+      {"no_aug_epochs", "12"},
+      {"clip_max_norm", "0.1"},
+      {"ema_decay", "0.9999"},
+      {"amp", "false"},
+      {"mosaic", "0.0"},
+      {"mixup", "0.0"},
+      {"hsv_prob", "0.0"},
+      {"degrees", "10.0"},
+      {"translate", "0.1"},
+      {"shear", "0.0"},
+      {"mosaic_scale", "(0.5,1.5)"},
+      {"max_labels", "120"},
+      {"eval_interval", "1"},
+      {"name", "deim_exp"},
+  };
+}
+
 ParameterRules dfine_parameter_rules(double backbone_multiplier) {
   return [backbone_multiplier](std::string_view name) {
     const auto has = [name](std::string_view part) { return name.find(part) != std::string_view::npos; };

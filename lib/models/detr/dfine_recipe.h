@@ -14,6 +14,9 @@
 namespace libreyolo::models::detr {
 
 std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size);
+// DEIM's (libreyolo 1.6.0's DEIMConfig): AdamW 1e-4, the backbone at the schedule's rate,
+// flat_cosine over the last 12 epochs, rotation 10 and translation 0.1, AMP off as D-FINE's.
+std::vector<config::OptionDefault> deim_option_defaults(const std::string& size);
 // {backbone, head} x {decay, none}: norms ("norm", ".bn."), biases and "lab.scale" without decay,
 // the backbone's groups at `backbone_multiplier`.
 ParameterRules dfine_parameter_rules(double backbone_multiplier);

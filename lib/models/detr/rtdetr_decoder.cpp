@@ -52,7 +52,8 @@ at::Tensor deformable_attention_core(const at::Tensor& value, const SpatialShape
 
 }  // namespace
 
-MlpImpl::MlpImpl(int in, int hidden, int out, int layers) : list_(register_module("layers", torch::nn::ModuleList())) {
+MlpImpl::MlpImpl(int in, int hidden, int out, int layers, Activation activation)
+    : list_(register_module("layers", torch::nn::ModuleList())), activation_(activation) {
   for (int i = 0; i < layers; ++i) {
     layers_.emplace_back(i == 0 ? in : hidden, i == layers - 1 ? out : hidden);
     list_->push_back(layers_.back());
@@ -62,7 +63,7 @@ MlpImpl::MlpImpl(int in, int hidden, int out, int layers) : list_(register_modul
 torch::Tensor MlpImpl::forward(torch::Tensor x) {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     x = linear(layers_[i], x);
-    if (i + 1 < layers_.size()) x = at::relu(x);
+    if (i + 1 < layers_.size()) x = activate(x, activation_);
   }
   return x;
 }

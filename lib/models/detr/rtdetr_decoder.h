@@ -23,10 +23,10 @@
 
 namespace libreyolo::models::detr {
 
-// Linear layers with ReLU between them ("layers").
+// Linear layers with an activation between them ("layers"): ReLU, or DEIM's SiLU.
 class MlpImpl : public torch::nn::Module {
  public:
-  MlpImpl(int in, int hidden, int out, int layers);
+  MlpImpl(int in, int hidden, int out, int layers, Activation activation = Activation::relu);
   torch::Tensor forward(torch::Tensor x);
   torch::nn::Linear& last() { return layers_.back(); }
   torch::nn::Linear& layer(std::size_t i) { return layers_[i]; }
@@ -34,6 +34,7 @@ class MlpImpl : public torch::nn::Module {
  private:
   torch::nn::ModuleList list_{nullptr};
   std::vector<torch::nn::Linear> layers_;
+  Activation activation_;
 };
 TORCH_MODULE(Mlp);
 

@@ -10,6 +10,7 @@
 #include "models/detr/dfine_recipe.h"
 #include "models/detr/rtdetr_family.h"
 #include "models/detr/rtdetr_recipe.h"
+#include "models/safetensors.h"
 #include "models/targets.h"
 
 #include <ATen/ATen.h>
@@ -295,4 +296,27 @@ TEST_CASE("D-FINE's FDR targets: bins within the distribution, neighbour weights
   CHECK(at::allclose(t.weight_left + t.weight_right, at::ones({8})));
   CHECK(std::abs(t.bins[6].item<float>() - 31.9F) < 1e-5F);  // far beyond W's end: the last bin, all weight right
   CHECK(t.weight_right[6].item<float>() == 1.0F);
+}
+
+TEST_CASE("DEIM: D-FINE's network with SiLU heads, MAL, its recipe and fine-tune form", "[detr][dfine]") {
+  const libreyolo::models::Family& deim = libreyolo::models::family("deim");
+  CHECK(deim.loss_names() == std::vector<std::string>{"mal", "bbox", "giou", "fgl", "ddf"});
+  CHECK(deim.fine_tune_form("n").empty());  // LibreYOLO's DEIM freezes nothing from weights...
+  CHECK(deim.fine_tune_form("l") == "the backbone's BatchNorm layers frozen");  // ...but l and x's norms
+  CHECK(deim.precision_note(false, true).text.starts_with("DEIM trains in float32"));
+  CHECK_FALSE(deim.recognises_key("decoder.decoder.lqe_layers.0.reg_conf.layers.0.weight"));  // D-FINE's names: D-FINE claims them
+  // the same weight names as D-FINE's: a D-FINE state dict loads into DEIM and back
+  const auto a = libreyolo::models::family("dfine").build("n", 3, 0, false);
+  const auto b = deim.build("n", 3, 0, true);
+  std::map<std::string, at::Tensor> weights;
+  for (const auto& item : a.module->named_parameters()) weights[item.key()] = item.value();
+  for (const auto& item : a.module->named_buffers()) weights[item.key()] = item.value();
+  libreyolo::models::load_state_dict(*b.module, weights);
+  for (const auto& p : b.module->named_parameters()) CHECK(p.value().requires_grad());  // n from weights: nothing frozen
+  // the same inputs give other outputs: SiLU where D-FINE has ReLU
+  a.module->eval();
+  b.module->eval();
+  at::NoGradGuard no_grad;
+  const at::Tensor input = at::rand({1, 3, 288, 288});
+  CHECK_FALSE(at::allclose(a.forward(input).at(0), b.forward(input).at(0)));  // the scores (the box heads start at zero)
 }
