@@ -48,9 +48,17 @@ Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions opt
       }
       continue;
     }
+    const bool clip = options_.family->clips_validation_labels();
     for (const auto& box : record.boxes) {
       const double w = box.w * record.width, h = box.h * record.height;
-      ground_truth_.push_back({image, box.cls, box.cx * record.width - w / 2, box.cy * record.height - h / 2, w, h, 1.0});
+      double x1 = box.cx * record.width - w / 2, y1 = box.cy * record.height - h / 2, x2 = x1 + w, y2 = y1 + h;
+      if (clip) {  // to the image, as the reference's letterbox does
+        x1 = std::clamp(x1, 0.0, static_cast<double>(record.width));
+        x2 = std::clamp(x2, 0.0, static_cast<double>(record.width));
+        y1 = std::clamp(y1, 0.0, static_cast<double>(record.height));
+        y2 = std::clamp(y2, 0.0, static_cast<double>(record.height));
+      }
+      ground_truth_.push_back({image, box.cls, x1, y1, clip ? x2 - x1 : w, clip ? y2 - y1 : h, 1.0});
     }
   }
   // Ultralytics' P and R and the instance counts know no crowd regions

@@ -1,7 +1,8 @@
-"""RT-DETR validation against libreyolo 1.6.0, same weights in: detections and COCO mAP.
+"""DETR validation against libreyolo 1.6.0, same weights in: detections and COCO mAP.
 
-    rtdetr_val.py DIR COCO8 write   LibreYOLO's RT-DETR-r18 (random weights, box heads away from
-                                    zero) saved as a LibreYOLO checkpoint, DIR/py-rtdetr-r18.pt. So that
+    rtdetr_val.py DIR COCO8 [FAMILY SIZE]   LibreYOLO's RT-DETR-r18, or FAMILY-SIZE (dfine n ...;
+                                    random weights, box heads away from zero) saved as a LibreYOLO
+                                    checkpoint, DIR/py-FAMILY-SIZE.pt. So that
                                     the mAP means something, the coco8 val images get labels from
                                     the model itself: its 3 best detections per image, jittered
                                     (IoUs from about 0.5 to 1), in DIR/ds (images linked, not copied).
@@ -26,6 +27,7 @@ try:
     import yaml
     from libreyolo import LibreYOLO
     from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
+    from libreyolo.models.dfine.nn import LibreDFINEModel
     from libreyolo.models.rtdetr.nn import RTDETRModel
     from libreyolo.utils.serialization import wrap_libreyolo_checkpoint
 except ImportError as error:
@@ -38,8 +40,10 @@ from detr_reference import randomise_norms  # noqa: E402
 IMGSZ, CLASSES = 640, 80  # coco8's own size: JPEG decoding then resizes nothing
 
 
-def build():
-    cfg = RTDETR_CONFIGS["r18"]
+def build(family, size):
+    if family == "dfine":
+        return LibreDFINEModel(size, nb_classes=CLASSES, train_from_scratch=True)
+    cfg = RTDETR_CONFIGS[size]
     return RTDETRModel(num_classes=CLASSES, backbone_depth=cfg["backbone_depth"], backbone_freeze_at=-1,
                        backbone_freeze_norm=False, backbone_pretrained=False, hidden_dim=cfg["encoder_hidden_dim"],
                        dim_feedforward=cfg["encoder_dim_feedforward"], expansion=cfg["encoder_expansion"],
@@ -54,20 +58,21 @@ def validate(model, data, project):
     return result, json.loads((project / "v" / "predictions.json").read_text())
 
 
-def write(work, coco8):
+def write(work, coco8, family, size):
     generator = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
-    net = build()
+    net = build(family, size)
     randomise_norms(net, generator, box_heads=True)
-    checkpoint = wrap_libreyolo_checkpoint(net.state_dict(), model_family="rtdetr", size="r18", task="detect",
+    checkpoint = wrap_libreyolo_checkpoint(net.state_dict(), model_family=family, size=size, task="detect",
                                            nc=CLASSES, imgsz=IMGSZ)
-    torch.save(checkpoint, work / "py-rtdetr-r18.pt")
+    weights = work / f"py-{family}-{size}.pt"
+    torch.save(checkpoint, weights)
     names = {i: f"c{i}" for i in range(CLASSES)}
     images = sorted((coco8 / "images" / "val").glob("*.jpg"))
     # the model's own best detections as labels, jittered
     plain = work / "plain.yaml"
     plain.write_text(yaml.safe_dump({"path": str(coco8), "train": "images/val", "val": "images/val", "names": names}))
-    _, predictions = validate(LibreYOLO(str(work / "py-rtdetr-r18.pt"), device="cpu"), plain, work / "pyplain")
+    _, predictions = validate(LibreYOLO(str(weights), device="cpu"), plain, work / "pyplain")
     (work / "ds" / "images" / "val").mkdir(parents=True)
     (work / "ds" / "labels" / "val").mkdir(parents=True)
     jitter = torch.Generator().manual_seed(1)
@@ -87,7 +92,7 @@ def write(work, coco8):
         (work / "ds" / "labels" / "val" / (image.stem + ".txt")).write_text("\n".join(rows) + "\n")
     data = work / "ds.yaml"
     data.write_text(yaml.safe_dump({"path": str(work / "ds"), "train": "images/val", "val": "images/val", "names": names}))
-    reference(work, work / "py-rtdetr-r18.pt", work / "expected.json")
+    reference(work, weights, work / "expected.json")
 
 
 def reference(work, checkpoint, out):
@@ -149,5 +154,5 @@ if __name__ == "__main__":
         check(sys.argv[3], sys.argv[4], sys.argv[5], informative=len(sys.argv) < 7)
     elif sys.argv[2] == "reference":  # reference CHECKPOINT OUT
         reference(directory, pathlib.Path(sys.argv[3]), pathlib.Path(sys.argv[4]))
-    else:
-        write(directory, pathlib.Path(sys.argv[2]))
+    else:  # COCO8 [FAMILY SIZE]
+        write(directory, pathlib.Path(sys.argv[2]), *(sys.argv[3:5] if len(sys.argv) > 3 else ("rtdetr", "r18")))

@@ -1,7 +1,7 @@
-# RT-DETR validation against libreyolo 1.6.0 (rtdetr_val.py): a LibreYOLO RT-DETR-r18 checkpoint
-# loads here, and `libreyolo val` on coco8's val images, labelled by the model's own jittered
-# detections, gives LibreYOLO's detections and mAP; a checkpoint our training writes loads in
-# LibreYOLO and validates to our detections. Skips (77) without the test venv or coco8.
+# DETR validation against libreyolo 1.6.0 (rtdetr_val.py), for RT-DETR-r18 and D-FINE-n: a
+# LibreYOLO checkpoint loads here, and `libreyolo val` on coco8's val images, labelled by the model's
+# own jittered detections, gives LibreYOLO's detections and mAP; a checkpoint our training writes
+# loads in LibreYOLO and validates to our detections. Skips (77) without the test venv or coco8.
 . "$(dirname "$0")/../cli/lib.sh"
 python=${LIBREYOLO_PYTHON:-python3}
 command -v "$python" >/dev/null 2>&1 || { echo "skipped: no python at $python"; exit 77; }
@@ -10,20 +10,29 @@ case "$oracle" in /*) ;; *) oracle="$OLDPWD/$oracle" ;; esac
 coco8="${LIBREYOLO_DATASETS:-$LIBREYOLO_SOURCE_ROOT/../shared/datasets}/coco8"
 [ -d "$coco8/images/val" ] || { echo "skipped: no coco8 at $coco8"; exit 77; }
 
-"$python" "$oracle" "$WORK" "$coco8" >made.out 2>&1 || { cat made.out; fail "rtdetr_val.py write failed"; }
-tail -1 made.out
-"$LIBREYOLO" val model="$WORK/py-rtdetr-r18.pt" data="$WORK/ds.yaml" imgsz=640 batch=4 save_json=true \
-  project="$WORK" name=ours exist_ok=true --json >ours.json 2>ours.err || { cat ours.err; fail "libreyolo val failed"; }
-"$python" "$oracle" "$WORK" check expected.json ours.json ours/predictions.json \
-  || fail "RT-DETR validation differs from libreyolo 1.6.0"
+# FAMILY SIZE TRAIN_IMGSZ: both directions in $WORK/FAMILY (D-FINE-n needs 288 px or more for its
+# 300 queries from two levels)
+both_ways() {
+  family=$1; size=$2; train_imgsz=$3; dir="$WORK/$family"
+  mkdir -p "$dir" && cd "$dir" || fail "no $dir"
+  "$python" "$oracle" "$dir" "$coco8" "$family" "$size" >made.out 2>&1 || { cat made.out; fail "rtdetr_val.py write failed ($family)"; }
+  tail -1 made.out
+  "$LIBREYOLO" val model="$dir/py-$family-$size.pt" data="$dir/ds.yaml" imgsz=640 batch=4 save_json=true \
+    project="$dir" name=ours exist_ok=true --json >ours.json 2>ours.err || { cat ours.err; fail "libreyolo val failed ($family)"; }
+  "$python" "$oracle" "$dir" check expected.json ours.json ours/predictions.json \
+    || fail "$family-$size validation differs from libreyolo 1.6.0"
 
-# the other way: a checkpoint `libreyolo train` writes, validated by LibreYOLO and by us
-"$LIBREYOLO" train model=rtdetr-r18 data="$WORK/ds.yaml" imgsz=128 epochs=1 batch=2 workers=0 val=false \
-  project="$WORK" name=trained quiet=true >train.out 2>&1 || { cat train.out; fail "libreyolo train failed"; }
-"$python" "$oracle" "$WORK" reference trained/weights/last.pt "$WORK/trained.json" >reverse.out 2>&1 \
-  || { cat reverse.out; fail "LibreYOLO could not validate our checkpoint"; }
-"$LIBREYOLO" val model=trained/weights/last.pt data="$WORK/ds.yaml" imgsz=640 batch=4 save_json=true \
-  project="$WORK" name=ours_trained exist_ok=true --json >ours_trained.json 2>ours.err || { cat ours.err; fail "libreyolo val failed"; }
-"$python" "$oracle" "$WORK" check trained.json ours_trained.json ours_trained/predictions.json any-map \
-  || fail "LibreYOLO reads our RT-DETR checkpoint into other outputs"
+  # the other way: a checkpoint `libreyolo train` writes, validated by LibreYOLO and by us
+  "$LIBREYOLO" train model="$family-$size" data="$dir/ds.yaml" imgsz="$train_imgsz" epochs=1 batch=2 workers=0 val=false \
+    project="$dir" name=trained quiet=true >train.out 2>&1 || { cat train.out; fail "libreyolo train failed ($family)"; }
+  "$python" "$oracle" "$dir" reference trained/weights/last.pt "$dir/trained.json" >reverse.out 2>&1 \
+    || { cat reverse.out; fail "LibreYOLO could not validate our $family checkpoint"; }
+  "$LIBREYOLO" val model=trained/weights/last.pt data="$dir/ds.yaml" imgsz=640 batch=4 save_json=true \
+    project="$dir" name=ours_trained exist_ok=true --json >ours_trained.json 2>ours.err || { cat ours.err; fail "libreyolo val failed"; }
+  "$python" "$oracle" "$dir" check trained.json ours_trained.json ours_trained/predictions.json any-map \
+    || fail "LibreYOLO reads our $family checkpoint into other outputs"
+}
+
+both_ways rtdetr r18 128
+both_ways dfine n 320
 finish

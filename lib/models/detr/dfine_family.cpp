@@ -171,6 +171,7 @@ class DfineFamily final : public Family {
                           /*clamp_sizes=*/true);
   }
   data::InputFit input_fit() const override { return data::InputFit::stretch; }
+  bool clips_validation_labels() const override { return true; }  // LibreYOLO's dataset letterboxes first
   double validation_confidence() const override { return 0.0; }
   GraphRegion graph_region() const override { return GraphRegion::backbone_encoder; }
   bool may_leave_parameters_unused() const override { return true; }  // denoising_class_embed without targets
