@@ -131,6 +131,18 @@ class Family {
   virtual bool warms_up_momentum() const = 0;
   // The augmentation pipeline the family trains with.
   virtual data::Recipe augment_recipe() const = 0;
+  // multi_scale's batch sizes where the family's reference draws them from a list (D-FINE's and
+  // DEIM's: multiples of 32 within 25% of imgsz, imgsz itself repeated), until `stop_ratio` of the
+  // epochs (and the no-augmentation epochs); an empty list: every batch at imgsz. nullopt: the
+  // YOLO heads' range (Ultralytics' 0.5-1.5 x imgsz).
+  struct BatchScales {
+    std::vector<int> sizes{};
+    double stop_ratio = 1.0;
+  };
+  virtual std::optional<BatchScales> batch_scales(const std::string& size, int image_size) const {
+    (void)size, (void)image_size;
+    return std::nullopt;
+  }
   // A line for the log about the precision this family trains in, given the resolved amp and
   // whether its dtype is float16 (D-FINE: why AMP is off by default, or a warning about float16's
   // range); `warning`: log it as one. Empty: nothing to say.

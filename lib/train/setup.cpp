@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <set>
 #include <array>
 #include <map>
 #include <thread>
@@ -416,6 +417,12 @@ void set_up_cuda_graph(Training& t) {
     log::info("cuda_graph=true ignored ({}); training runs eager.", *reason);
     return;
   }
+  const auto& scales = t.inputs.batch_scales;
+  if (t.inputs.multi_scale && (!scales || !scales->sizes.empty())) {  // the training-performance guide's line
+    log::info("cuda_graph with multi_scale: each batch takes one of {} sizes, so no shape may recur often enough to be "
+              "captured (a shape's 3rd batch is); multi_scale=false is the lever",
+              scales ? fmt::format("{}", std::set<int>(scales->sizes.begin(), scales->sizes.end()).size()) : std::string("many"));
+  }
   const bool whole_network = t.net.family->graph_region() == models::GraphRegion::network;
   const std::string region = whole_network ? "the network" : "the backbone and encoder";
   const std::string scope = t.config.get_text("cuda_graph_scope");
@@ -491,6 +498,15 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
     state.accumulate = std::max<std::int64_t>(1, std::llround(static_cast<double>(config.get_int("nbs")) / t->place.global_batch));
   }
   state.loss_names = t->net.family->loss_names();
+  if (t->inputs.multi_scale) {  // the family's sizes, until its share of the epochs and the no-augmentation ones
+    t->inputs.batch_scales = t->net.family->batch_scales(t->net.loaded.name.size, t->inputs.image_size);
+    if (t->inputs.batch_scales) {
+      const int no_aug = static_cast<int>(config.get_int("no_aug_epochs"));
+      int stop = static_cast<int>(state.epochs * t->inputs.batch_scales->stop_ratio);
+      if (no_aug > 0) stop = std::min(stop, std::max(1, state.epochs - no_aug));
+      t->inputs.batch_scales_stop_epoch = stop;
+    }
+  }
   state.metric_name = config.get_text("best_metric");
   state.reset_epoch_sums();
   set_up_optimizer(*t, state);

@@ -55,6 +55,9 @@ struct Inputs {
   int class_count = 0;
   int image_size = 640;
   bool multi_scale = false;
+  // the family's multi_scale sizes (nullopt: Ultralytics' range) and the epoch they stop at
+  std::optional<models::Family::BatchScales> batch_scales;
+  int batch_scales_stop_epoch = 0;
 };
 
 // The trained network, its family, EMA and loss.

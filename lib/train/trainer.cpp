@@ -173,9 +173,24 @@ at::Tensor rescale(const at::Tensor& x, int image_size, std::uint64_t seed, cons
   return at::upsample_bilinear2d(x, shape, /*align_corners=*/false);
 }
 
+// A DETR's multi_scale (LibreYOLO's collate): the batch resized to one of the family's square sizes,
+// drawn from (seed, epoch, batch) as above, until the family's stop epoch.
+at::Tensor rescale_to_listed(const at::Tensor& x, const std::vector<int>& sizes, std::uint64_t seed, const TrainState& state) {
+  if (sizes.empty()) return x;
+  std::mt19937_64 random(seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(state.epoch) * 1000003ULL +
+                         static_cast<std::uint64_t>(state.batch));
+  const int size = sizes[std::uniform_int_distribution<std::size_t>(0, sizes.size() - 1)(random)];
+  if (size == x.size(3) && size == x.size(2)) return x;
+  return at::upsample_bilinear2d(x, {size, size}, /*align_corners=*/false);
+}
+
 at::Tensor network_input(const Training& t, const at::Tensor& images, const TrainState& state) {
   at::Tensor x = t.net.family->network_input(images, t.place.device);
-  if (t.inputs.multi_scale) x = rescale(x, t.inputs.image_size, t.place.seed, state);
+  if (t.inputs.multi_scale && t.inputs.batch_scales) {
+    if (state.epoch < t.inputs.batch_scales_stop_epoch) x = rescale_to_listed(x, t.inputs.batch_scales->sizes, t.place.seed, state);
+  } else if (t.inputs.multi_scale) {
+    x = rescale(x, t.inputs.image_size, t.place.seed, state);
+  }
   if (t.net.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
   return x;
 }

@@ -302,9 +302,11 @@ DfineOutputs DfineDecoderImpl::forward(const std::vector<torch::Tensor>& feature
   const bool training = is_training();
   const bool with_denoising = training && denoising != nullptr && denoising->count > 0;
   if (memory.size(1) < options_.queries) {
-    throw UsageError(fmt::format("D-FINE selects {} queries from the encoder's positions, but this input gives only {}: "
-                                 "use a larger imgsz",
-                                 options_.queries, memory.size(1)));
+    throw UsageError(fmt::format("D-FINE and DEIM select {} queries from the encoder's positions, but a {}x{} input gives only "
+                                 "{}: use a larger imgsz (multi_scale draws batches down to 0.75 x imgsz; multi_scale=false keeps "
+                                 "imgsz)",
+                                 options_.queries, features.at(0).size(3) * options_.strides.at(0),
+                                 features.at(0).size(2) * options_.strides.at(0), memory.size(1)));
   }
 
   // query selection: the top-k positions by their best class score

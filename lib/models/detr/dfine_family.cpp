@@ -13,6 +13,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 
+#include <map>
+
 namespace libreyolo::models::detr {
 
 std::vector<at::Tensor> pack_dfine_outputs(const DfineOutputs& outputs, std::int64_t width, std::int64_t height) {
@@ -172,6 +174,21 @@ class DfineFamily final : public Family {
   }
   data::InputFit input_fit() const override { return data::InputFit::stretch; }
   bool clips_validation_labels() const override { return true; }  // LibreYOLO's dataset letterboxes first
+  // LibreYOLO's DETR multi-scale collate: imgsz repeated (D-FINE: n never resizes, s 20, m 6, l 4,
+  // x 3 times; DEIM: 3) among the multiples of 32 from 0.75 to 1.25 x imgsz, until 85% (DEIM 91%)
+  // of the epochs
+  std::optional<BatchScales> batch_scales(const std::string& size, int image_size) const override {
+    static const std::map<std::string, int> dfine_repeat{{"n", 0}, {"s", 20}, {"m", 6}, {"l", 4}, {"x", 3}};
+    const int repeat = deim_ ? 3 : dfine_repeat.at(size);
+    BatchScales scales{.stop_ratio = deim_ ? 0.91 : 0.85};
+    if (repeat == 0) return scales;
+    const int low = static_cast<int>(image_size * 0.75 / 32) * 32, steps = (image_size - low) / 32;
+    const int high = static_cast<int>(image_size * 1.25 / 32) * 32;
+    for (int i = 0; i < steps; ++i) scales.sizes.push_back(low + i * 32);
+    scales.sizes.insert(scales.sizes.end(), static_cast<std::size_t>(repeat), image_size);
+    for (int i = 0; i < steps; ++i) scales.sizes.push_back(high - i * 32);
+    return scales;
+  }
   double validation_confidence() const override { return 0.0; }
   GraphRegion graph_region() const override { return GraphRegion::backbone_encoder; }
   bool may_leave_parameters_unused() const override { return true; }  // denoising_class_embed without targets

@@ -25,6 +25,7 @@ std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size
       {"translate", "0.0"},
       {"shear", "0.0"},
       {"max_labels", "120"},
+      {"multi_scale", "true"},
       {"eval_interval", "1"},
       {"name", "dfine_exp"},
   };
@@ -53,6 +54,7 @@ std::vector<config::OptionDefault> deim_option_defaults(const std::string& size)
       {"shear", "0.0"},
       {"mosaic_scale", "(0.5,1.5)"},
       {"max_labels", "120"},
+      {"multi_scale", "true"},
       {"eval_interval", "1"},
       {"name", "deim_exp"},
   };

@@ -320,3 +320,19 @@ TEST_CASE("DEIM: D-FINE's network with SiLU heads, MAL, its recipe and fine-tune
   const at::Tensor input = at::rand({1, 3, 288, 288});
   CHECK_FALSE(at::allclose(a.forward(input).at(0), b.forward(input).at(0)));  // the scores (the box heads start at zero)
 }
+
+TEST_CASE("D-FINE's and DEIM's multi_scale sizes are LibreYOLO's collate's", "[detr][dfine]") {
+  const auto& dfine = libreyolo::models::family("dfine");
+  const auto s = dfine.batch_scales("s", 640);
+  REQUIRE(s.has_value());
+  std::vector<int> expected{480, 512, 544, 576, 608};  // _generate_scales(640, 20)
+  expected.insert(expected.end(), 20, 640);
+  for (const int size : {800, 768, 736, 704, 672}) expected.push_back(size);
+  CHECK(s->sizes == expected);
+  CHECK(s->stop_ratio == 0.85);
+  CHECK(dfine.batch_scales("n", 640)->sizes.empty());  // D-FINE-n never resizes
+  const auto deim = libreyolo::models::family("deim").batch_scales("n", 640);
+  CHECK(std::count(deim->sizes.begin(), deim->sizes.end(), 640) == 3);
+  CHECK(deim->stop_ratio == 0.91);
+  CHECK_FALSE(libreyolo::models::family("rtdetr").batch_scales("r18", 640).has_value());  // Ultralytics' range
+}
