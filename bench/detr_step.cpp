@@ -3,7 +3,7 @@
 // (the reference's recipe: lr 1e-4 for RT-DETR, 2e-4 for D-FINE, weight decay 1e-4, clip 0.1). Random images and targets, the
 // same each step; medians over `steps` after one warm-up step. bench/detr_step.py runs this beside
 // libreyolo 1.6.0's step.
-//   bench/detr_step [size=r18|...|x|dfine-n|...|dfine-x] [imgsz=320] [batch=4] [steps=5] [targets=6] [classes=80] [channels_last=0]
+//   bench/detr_step [size=r18|...|x|dfine-n|...|dfine-x|deim-n|...|deim-x] [imgsz=320] [batch=4] [steps=5] [targets=6] [classes=80] [channels_last=0]
 #include "median.h"
 #include "models/detr/criterion.h"
 #include "models/detr/denoising.h"
@@ -50,19 +50,21 @@ int main(int argc, char** argv) {
   const int per_image = std::stoi(args["targets"]), classes = std::stoi(args["classes"]);
   at::manual_seed(0);
   // the family: RT-DETR (size r18 ... x) or D-FINE (size=dfine-n ... dfine-x)
-  const bool dfine = args["size"].starts_with("dfine-");
-  const std::string size = dfine ? args["size"].substr(6) : args["size"];
+  const bool deim = args["size"].starts_with("deim-");
+  const bool dfine = deim || args["size"].starts_with("dfine-");
+  const std::string size = deim ? args["size"].substr(5) : dfine ? args["size"].substr(6) : args["size"];
   std::shared_ptr<torch::nn::Module> module;
   std::function<std::pair<at::Tensor, double>(const at::Tensor&, const detr::DetrTargets&, const detr::DenoisingQueries&)> step_loss;
   if (dfine) {
-    detr::DfineModel model(detr::DfineOptions{.size = size, .classes = classes});
+    detr::DfineModel model(detr::DfineOptions{.size = size, .classes = classes, .deim = deim});
     module = model.ptr();
-    step_loss = [model, classes](const at::Tensor& images, const detr::DetrTargets& targets, const detr::DenoisingQueries& queries) mutable {
+    step_loss = [model, classes, deim](const at::Tensor& images, const detr::DetrTargets& targets, const detr::DenoisingQueries& queries) mutable {
       auto start = Clock::now();
       const auto outputs = model->forward(images, &queries);
       const double forward = since(start);
       detr::DfineCriterionOptions criterion;
       criterion.classes = classes;
+      criterion.mal = deim;
       return std::pair{detr::dfine_loss(outputs, targets, outputs.up, outputs.reg_scale, criterion).total, forward};
     };
   } else {
@@ -78,8 +80,8 @@ int main(int argc, char** argv) {
     };
   }
   module->train();
-  // the recipe: RT-DETR's AdamW 1e-4, D-FINE's 2e-4; weight decay 1e-4 and clip 0.1 for both
-  torch::optim::AdamW optimizer(module->parameters(), torch::optim::AdamWOptions(dfine ? 2e-4 : 1e-4).weight_decay(1e-4));
+  // the recipe: RT-DETR's and DEIM's AdamW 1e-4, D-FINE's 2e-4; weight decay 1e-4 and clip 0.1 for all
+  torch::optim::AdamW optimizer(module->parameters(), torch::optim::AdamWOptions(dfine && !deim ? 2e-4 : 1e-4).weight_decay(1e-4));
   const bool channels_last = args["channels_last"] == "1";  // 4-D weights and the images in NHWC
   if (channels_last) {
     for (auto& parameter : module->parameters()) {

@@ -1,11 +1,11 @@
 """An RT-DETR or D-FINE training step on the CPU, ours (bench/detr_step) beside libreyolo 1.6.0's
-(its RTDETRModel and RTDETRLoss, or LibreDFINEModel and DFINECriterion; torch's AdamW and
-clip_grad_norm_), same size, input, batch, targets and recipe (lr 1e-4 for RT-DETR, 2e-4 for
-D-FINE, weight decay 1e-4, clip 0.1), by phase: forward with the denoising queries,
+(its RTDETRModel and RTDETRLoss, LibreDFINEModel and DFINECriterion, or LibreDEIMModel and
+DEIMCriterion; torch's AdamW and clip_grad_norm_), same size, input, batch, targets and recipe (lr
+1e-4 for RT-DETR and DEIM, 2e-4 for D-FINE, weight decay 1e-4, clip 0.1), by phase: forward with the denoising queries,
 matching and loss, backward, optimizer. Medians over --steps after a warm-up step; --repeat runs
 each implementation that many times, interleaved, and reports the median of their medians.
 
-    python3 bench/detr_step.py [--size r18|...|x|dfine-n|...|dfine-x] [--imgsz 320] [--batch 4] [--steps 5] [--repeat 3]
+    python3 bench/detr_step.py [--size r18|...|x|dfine-n|...|dfine-x|deim-n|...|deim-x] [--imgsz 320] [--batch 4] [--steps 5] [--repeat 3]
                                [--targets 6] [--threads N]
 
 Needs the test venv (libreyolo 1.6.0, torch) for the reference; run it with that venv's Python.
@@ -27,7 +27,9 @@ def reference_step(args):
     import torch
 
     torch.manual_seed(0)
-    if args.size.startswith("dfine-"):
+    if args.size.startswith("deim-"):
+        model, criterion, lr = deim_reference(args.size[5:])
+    elif args.size.startswith("dfine-"):
         model, criterion, lr = dfine_reference(args.size[6:])
     else:
         model, criterion, lr = rtdetr_reference(args.size)
@@ -49,6 +51,21 @@ def dfine_reference(size):
                                                              "loss_fgl": 0.15, "loss_ddf": 1.5},
                                losses=["vfl", "boxes", "local"], alpha=0.75, gamma=2.0, num_classes=80, reg_max=32)
     return model, lambda outputs, targets: sum(criterion(outputs, targets).values()), 2e-4
+
+
+def deim_reference(size):
+    """LibreDEIMModel from scratch and DEIMCriterion (MAL) as LibreYOLO's DEIM trainer builds them; lr 1e-4."""
+    from libreyolo.models.deim.loss import DEIMCriterion
+    from libreyolo.models.deim.matcher import HungarianMatcher
+    from libreyolo.models.deim.nn import LibreDEIMModel
+
+    model = LibreDEIMModel(size, nb_classes=80, train_from_scratch=True)
+    matcher = HungarianMatcher(weight_dict={"cost_class": 2.0, "cost_bbox": 5.0, "cost_giou": 2.0}, use_focal_loss=True,
+                               alpha=0.25, gamma=2.0)
+    criterion = DEIMCriterion(matcher=matcher, weight_dict={"loss_mal": 1.0, "loss_bbox": 5.0, "loss_giou": 2.0,
+                                                            "loss_fgl": 0.15, "loss_ddf": 1.5},
+                              losses=["mal", "boxes", "local"], alpha=0.75, gamma=1.5, num_classes=80, reg_max=32)
+    return model, lambda outputs, targets: sum(criterion(outputs, targets).values()), 1e-4
 
 
 def rtdetr_reference(size):
@@ -128,7 +145,7 @@ def main():
         runs["reference"].append(reference_step(args))
         for name, run in (("ours", runs["ours"][-1]), ("reference", runs["reference"][-1])):
             print(json.dumps({"run": name} | {k: run[k] for k in PHASES}))
-    summary = {"bench": "detr_step", "model": args.size if args.size.startswith("dfine-") else f"rtdetr-{args.size}", "imgsz": args.imgsz, "batch": args.batch,
+    summary = {"bench": "detr_step", "model": args.size if args.size.startswith(("dfine-", "deim-")) else f"rtdetr-{args.size}", "imgsz": args.imgsz, "batch": args.batch,
                "targets_per_image": args.targets, "steps": args.steps, "repeat": args.repeat, "cpu": cpu_model(),
                "threads": runs["ours"][-1]["threads"]}
     for name in PHASES:
