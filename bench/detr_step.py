@@ -27,10 +27,9 @@ def reference_step(args):
     import torch
 
     torch.manual_seed(0)
-    if args.size.startswith("deim-"):
-        model, criterion, lr = deim_reference(args.size[5:])
-    elif args.size.startswith("dfine-"):
-        model, criterion, lr = dfine_reference(args.size[6:])
+    if args.size.startswith(("dfine-", "deim-")):
+        family, size = args.size.split("-", 1)
+        model, criterion, lr = fdr_reference(size, deim=family == "deim")
     else:
         model, criterion, lr = rtdetr_reference(args.size)
     model.train()
@@ -38,34 +37,27 @@ def reference_step(args):
     return time_steps(args, model, criterion, optimizer)
 
 
-def dfine_reference(size):
-    """LibreDFINEModel from scratch and DFINECriterion as LibreYOLO's D-FINE trainer builds them; lr 2e-4."""
-    from libreyolo.models.dfine.loss import DFINECriterion
-    from libreyolo.models.dfine.matcher import HungarianMatcher
-    from libreyolo.models.dfine.nn import LibreDFINEModel
+def fdr_reference(size, deim):
+    """LibreDFINEModel (or LibreDEIMModel) from scratch and DFINECriterion (DEIMCriterion, MAL) as
+    LibreYOLO's trainers build them; lr 2e-4 (DEIM 1e-4)."""
+    if deim:
+        from libreyolo.models.deim.loss import DEIMCriterion as Criterion
+        from libreyolo.models.deim.matcher import HungarianMatcher
+        from libreyolo.models.deim.nn import LibreDEIMModel as Model
+    else:
+        from libreyolo.models.dfine.loss import DFINECriterion as Criterion
+        from libreyolo.models.dfine.matcher import HungarianMatcher
+        from libreyolo.models.dfine.nn import LibreDFINEModel as Model
 
-    model = LibreDFINEModel(size, nb_classes=80, train_from_scratch=True)
+    model = Model(size, nb_classes=80, train_from_scratch=True)
     matcher = HungarianMatcher(weight_dict={"cost_class": 2.0, "cost_bbox": 5.0, "cost_giou": 2.0}, use_focal_loss=True,
                                alpha=0.25, gamma=2.0)
-    criterion = DFINECriterion(matcher=matcher, weight_dict={"loss_vfl": 1.0, "loss_bbox": 5.0, "loss_giou": 2.0,
-                                                             "loss_fgl": 0.15, "loss_ddf": 1.5},
-                               losses=["vfl", "boxes", "local"], alpha=0.75, gamma=2.0, num_classes=80, reg_max=32)
-    return model, lambda outputs, targets: sum(criterion(outputs, targets).values()), 2e-4
-
-
-def deim_reference(size):
-    """LibreDEIMModel from scratch and DEIMCriterion (MAL) as LibreYOLO's DEIM trainer builds them; lr 1e-4."""
-    from libreyolo.models.deim.loss import DEIMCriterion
-    from libreyolo.models.deim.matcher import HungarianMatcher
-    from libreyolo.models.deim.nn import LibreDEIMModel
-
-    model = LibreDEIMModel(size, nb_classes=80, train_from_scratch=True)
-    matcher = HungarianMatcher(weight_dict={"cost_class": 2.0, "cost_bbox": 5.0, "cost_giou": 2.0}, use_focal_loss=True,
-                               alpha=0.25, gamma=2.0)
-    criterion = DEIMCriterion(matcher=matcher, weight_dict={"loss_mal": 1.0, "loss_bbox": 5.0, "loss_giou": 2.0,
-                                                            "loss_fgl": 0.15, "loss_ddf": 1.5},
-                              losses=["mal", "boxes", "local"], alpha=0.75, gamma=1.5, num_classes=80, reg_max=32)
-    return model, lambda outputs, targets: sum(criterion(outputs, targets).values()), 1e-4
+    label = "mal" if deim else "vfl"
+    criterion = Criterion(matcher=matcher, weight_dict={f"loss_{label}": 1.0, "loss_bbox": 5.0, "loss_giou": 2.0,
+                                                        "loss_fgl": 0.15, "loss_ddf": 1.5},
+                          losses=[label, "boxes", "local"], alpha=0.75, gamma=1.5 if deim else 2.0, num_classes=80,
+                          reg_max=32)
+    return model, lambda outputs, targets: sum(criterion(outputs, targets).values()), 1e-4 if deim else 2e-4
 
 
 def rtdetr_reference(size):

@@ -38,6 +38,7 @@ Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions opt
   std::vector<data::ImageRecord> records;
   for (std::size_t i = 0; i < dataset_.size(); ++i) records.push_back(dataset_.record(i));
   plan_ = data::plan_validation_batches(records, options_.batch_size, options_.image_size, options_.family->input_fit());
+  const bool clip = options_.family->clips_validation_labels();
   for (std::size_t i = 0; i < dataset_.size(); ++i) {
     const auto& record = dataset_.record(i);
     const auto image = static_cast<std::int64_t>(i);
@@ -48,7 +49,6 @@ Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions opt
       }
       continue;
     }
-    const bool clip = options_.family->clips_validation_labels();
     for (const auto& box : record.boxes) {
       const double w = box.w * record.width, h = box.h * record.height;
       double x1 = box.cx * record.width - w / 2, y1 = box.cy * record.height - h / 2, x2 = x1 + w, y2 = y1 + h;

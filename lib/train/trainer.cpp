@@ -156,12 +156,17 @@ std::optional<data::Batch> fetch(Training& t, HookList& hooks, EpochClock& clock
   return batch;
 }
 
+// multi_scale's generator for a batch: drawn from (seed, epoch, batch), so a resumed run draws the same.
+std::mt19937_64 batch_random(std::uint64_t seed, const TrainState& state) {
+  return std::mt19937_64(seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(state.epoch) * 1000003ULL +
+                         static_cast<std::uint64_t>(state.batch));
+}
+
 // Ultralytics' multi_scale: each batch resized to a random multiple of the stride in
-// [0.5, 1.5] x imgsz (bilinear); drawn from (seed, epoch, batch), so a resumed run draws the same.
+// [0.5, 1.5] x imgsz (bilinear).
 at::Tensor rescale(const at::Tensor& x, int image_size, std::uint64_t seed, const TrainState& state) {
   constexpr int stride = 32;
-  std::mt19937_64 random(seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(state.epoch) * 1000003ULL +
-                         static_cast<std::uint64_t>(state.batch));
+  std::mt19937_64 random = batch_random(seed, state);
   const int low = image_size / 2, high = static_cast<int>(image_size * 1.5) + stride;
   const int size = std::uniform_int_distribution<int>(low, high - 1)(random) / stride * stride;
   const double factor = static_cast<double>(size) / static_cast<double>(std::max(x.size(2), x.size(3)));
@@ -174,11 +179,10 @@ at::Tensor rescale(const at::Tensor& x, int image_size, std::uint64_t seed, cons
 }
 
 // A DETR's multi_scale (LibreYOLO's collate): the batch resized to one of the family's square sizes,
-// drawn from (seed, epoch, batch) as above, until the family's stop epoch.
+// drawn as above, until the family's stop epoch.
 at::Tensor rescale_to_listed(const at::Tensor& x, const std::vector<int>& sizes, std::uint64_t seed, const TrainState& state) {
   if (sizes.empty()) return x;
-  std::mt19937_64 random(seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(state.epoch) * 1000003ULL +
-                         static_cast<std::uint64_t>(state.batch));
+  std::mt19937_64 random = batch_random(seed, state);
   const int size = sizes[std::uniform_int_distribution<std::size_t>(0, sizes.size() - 1)(random)];
   if (size == x.size(3) && size == x.size(2)) return x;
   return at::upsample_bilinear2d(x, {size, size}, /*align_corners=*/false);

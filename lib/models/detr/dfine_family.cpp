@@ -2,7 +2,6 @@
 
 #include "core/error.h"
 #include "core/step_part.h"
-#include "models/detr/denoising.h"
 #include "models/detr/dfine_criterion.h"
 #include "models/detr/dfine_model.h"
 #include "models/detr/dfine_recipe.h"
@@ -10,7 +9,6 @@
 #include "models/detr/rtdetr_family.h"
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 
 #include <map>
@@ -111,15 +109,8 @@ class DfineFamily final : public Family {
       return std::vector<at::Tensor>{out.last.logits, out.last.boxes};
     };
     model.forward_raw = [net](const at::Tensor& x) mutable { return pack_dfine_outputs(net->forward(x), x.size(3), x.size(2)); };
-    // the denoising queries of a batch, drawn from the run's seeded generator (a checkpoint saves its state)
     const auto denoising = [class_count](const at::Tensor& x, const TargetBatch& targets) {
-      const StepPart part("denoising");  // a named phase in the profiler
-      const DetrTargets detr = detr_targets(targets, x.size(3), x.size(2));
-      const DenoisingOptions options{.classes = class_count, .queries = kQueries, .mirror_negative = true};
-      const std::int64_t count = denoising_shape(detr.counts, options).first;
-      const DenoisingNoise noise = draw_denoising_noise(static_cast<std::int64_t>(detr.counts.size()), count, class_count,
-                                                        at::detail::getDefaultCPUGenerator());
-      return make_denoising_queries(detr, options, noise);
+      return batch_denoising(x, targets, class_count, kQueries, /*mirror_negative=*/true);
     };
     model.forward_train = [net, denoising](const at::Tensor& x, const TargetBatch& targets) mutable {
       const DenoisingQueries queries = denoising(x, targets);
@@ -141,14 +132,7 @@ class DfineFamily final : public Family {
     return norms ? "the backbone's stem and BatchNorm layers frozen" : "the backbone's stem frozen";
   }
   bool written_in_fine_tune_form(const std::string& size, const std::map<std::string, at::Tensor>& tensors) const override {
-    if (!dfine_config(size).frozen_norm) return false;
-    bool norms = false;
-    for (const auto& [name, tensor] : tensors) {
-      if (!name.starts_with("backbone.") || !name.ends_with(".running_var")) continue;
-      norms = true;
-      if (tensors.count(name.substr(0, name.size() - std::string_view("running_var").size()) + "num_batches_tracked")) return false;
-    }
-    return norms;
+    return dfine_config(size).frozen_norm && holds_frozen_backbone_norms(tensors);
   }
   std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "encoder.", "decoder."}; }
   // DEIM's weights carry D-FINE's names: a file that does not say its family reads as D-FINE

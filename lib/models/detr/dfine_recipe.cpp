@@ -1,5 +1,8 @@
 #include "models/detr/dfine_recipe.h"
 
+#include <map>
+#include <string_view>
+
 namespace libreyolo::models::detr {
 
 std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size) {
@@ -32,32 +35,17 @@ std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size
 }
 
 std::vector<config::OptionDefault> deim_option_defaults(const std::string& size) {
-  (void)size;
-  return {
-      {"epochs", "132"},
-      {"optimizer", "adamw"},
-      {"lr0", "0.0001"},
-      {"weight_decay", "0.0001"},
-      {"scheduler", "flat_cosine"},
-      {"warmup_epochs", "2"},
-      {"warmup_lr_start", "0.000001"},
-      {"min_lr_ratio", "0.05"},
-      {"no_aug_epochs", "12"},
-      {"clip_max_norm", "0.1"},
-      {"ema_decay", "0.9999"},
-      {"amp", "false"},
-      {"mosaic", "0.0"},
-      {"mixup", "0.0"},
-      {"hsv_prob", "0.0"},
-      {"degrees", "10.0"},
-      {"translate", "0.1"},
-      {"shear", "0.0"},
-      {"mosaic_scale", "(0.5,1.5)"},
-      {"max_labels", "120"},
-      {"multi_scale", "true"},
-      {"eval_interval", "1"},
-      {"name", "deim_exp"},
-  };
+  // D-FINE's, with what DEIMConfig changes (its backbone at the schedule's rate: the table's 1.0)
+  static const std::map<std::string_view, std::string_view> changes{
+      {"lr0", "0.0001"}, {"no_aug_epochs", "12"}, {"degrees", "10.0"}, {"translate", "0.1"}, {"name", "deim_exp"}};
+  std::vector<config::OptionDefault> defaults;
+  for (const auto& item : dfine_option_defaults(size)) {
+    if (item.key == "backbone_lr_mult") continue;
+    const auto changed = changes.find(item.key);
+    defaults.push_back(changed == changes.end() ? item : config::OptionDefault{item.key, changed->second});
+  }
+  defaults.push_back({"mosaic_scale", "(0.5,1.5)"});
+  return defaults;
 }
 
 ParameterRules dfine_parameter_rules(double backbone_multiplier) {

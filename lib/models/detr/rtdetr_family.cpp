@@ -65,6 +65,26 @@ DetrTargets detr_targets(const TargetBatch& targets, std::int64_t width, std::in
   return out;
 }
 
+DenoisingQueries batch_denoising(const at::Tensor& x, const TargetBatch& targets, int classes, int queries, bool mirror_negative) {
+  const StepPart part("denoising");  // a named phase in the profiler
+  const DetrTargets detr = detr_targets(targets, x.size(3), x.size(2));
+  const DenoisingOptions options{.classes = classes, .queries = queries, .mirror_negative = mirror_negative};
+  const std::int64_t count = denoising_shape(detr.counts, options).first;
+  const DenoisingNoise noise = draw_denoising_noise(static_cast<std::int64_t>(detr.counts.size()), count, classes,
+                                                    at::detail::getDefaultCPUGenerator());
+  return make_denoising_queries(detr, options, noise);
+}
+
+bool holds_frozen_backbone_norms(const std::map<std::string, at::Tensor>& tensors) {
+  bool norms = false;
+  for (const auto& [name, tensor] : tensors) {
+    if (!name.starts_with("backbone.") || !name.ends_with(".running_var")) continue;
+    norms = true;
+    if (tensors.count(name.substr(0, name.size() - std::string_view("running_var").size()) + "num_batches_tracked")) return false;
+  }
+  return norms;
+}
+
 namespace {
 
 class RtdetrLoss final : public TrainingLoss {
@@ -97,16 +117,8 @@ class RtdetrFamily final : public Family {
       return std::vector<at::Tensor>{out.last.logits, out.last.boxes};
     };
     model.forward_raw = [net](const at::Tensor& x) mutable { return pack_outputs(net->forward(x), x.size(3), x.size(2)); };
-    // the denoising queries of a batch: drawn from the run's seeded generator, whose state is what a
-    // checkpoint saves and a resumed run restores
     const auto denoising = [class_count](const at::Tensor& x, const TargetBatch& targets) {
-      const StepPart part("denoising");  // a named phase in the profiler
-      const DetrTargets detr = detr_targets(targets, x.size(3), x.size(2));
-      const DenoisingOptions options{.classes = class_count, .queries = kQueries};
-      const std::int64_t count = denoising_shape(detr.counts, options).first;
-      const DenoisingNoise noise = draw_denoising_noise(static_cast<std::int64_t>(detr.counts.size()), count, class_count,
-                                                        at::detail::getDefaultCPUGenerator());
-      return make_denoising_queries(detr, options, noise);
+      return batch_denoising(x, targets, class_count, kQueries, /*mirror_negative=*/false);
     };
     model.forward_train = [net, denoising](const at::Tensor& x, const TargetBatch& targets) mutable {
       const DenoisingQueries queries = denoising(x, targets);
@@ -128,15 +140,7 @@ class RtdetrFamily final : public Family {
   // LibreYOLO's r50, r50m, r101, l and x trained from weights hold frozen backbone norms: their
   // buffers without num_batches_tracked
   bool written_in_fine_tune_form(const std::string& size, const std::map<std::string, at::Tensor>& tensors) const override {
-    if (!rtdetr_config(size).frozen_norm) return false;
-    bool norms = false;
-    for (const auto& [name, tensor] : tensors) {
-      if (!name.starts_with("backbone.") || !name.ends_with(".running_var")) continue;
-      norms = true;
-      const std::string counter = name.substr(0, name.size() - std::string_view("running_var").size()) + "num_batches_tracked";
-      if (tensors.count(counter)) return false;
-    }
-    return norms;
+    return rtdetr_config(size).frozen_norm && holds_frozen_backbone_norms(tensors);
   }
   std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "encoder.", "decoder."}; }
   bool recognises_key(std::string_view name) const override {

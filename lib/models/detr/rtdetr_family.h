@@ -4,10 +4,13 @@
 #pragma once
 
 #include "models/detr/criterion.h"
+#include "models/detr/denoising.h"
 #include "models/family.h"
 
 #include <ATen/Tensor.h>
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace libreyolo::models::detr {
@@ -28,5 +31,14 @@ PackedOutputs unpack_outputs(const std::vector<at::Tensor>& packed);
 // The padded targets (input pixels) as the matcher and denoising take them: classes and
 // normalised (cx, cy, w, h) boxes of every image in turn, and each image's count.
 DetrTargets detr_targets(const TargetBatch& targets, std::int64_t width, std::int64_t height);
+
+// A training batch's contrastive denoising queries for input `x`, drawn from the run's seeded
+// generator (a checkpoint saves its state); a named phase in the profiler. `mirror_negative`:
+// D-FINE's and DEIM's box noise.
+DenoisingQueries batch_denoising(const at::Tensor& x, const TargetBatch& targets, int classes, int queries, bool mirror_negative);
+
+// Whether a state dict's backbone norms are frozen ones (running statistics without
+// num_batches_tracked): how LibreYOLO's DETRs trained from weights write them.
+bool holds_frozen_backbone_norms(const std::map<std::string, at::Tensor>& tensors);
 
 }  // namespace libreyolo::models::detr
