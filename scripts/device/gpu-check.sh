@@ -53,11 +53,11 @@ if wants env; then
   } >"$out/env.txt" 2>&1
   cat "$out/env.txt"
 fi
-wants tests && stage tests 300 python3 scripts/device/run_tests.py --log "$out/gpu-tests.log" | tee "$out/gpu-tests.txt"
-wants graphs && stage graphs 150 python3 bench/cuda_graph.py --repeat 1 --models yolo9-t | tee "$out/cuda_graph.jsonl"
+wants tests && stage tests ${TESTS_S:-300} python3 scripts/device/run_tests.py --log "$out/gpu-tests.log" | tee "$out/gpu-tests.txt"
+wants graphs && stage graphs ${GRAPHS_S:-150} python3 bench/cuda_graph.py --repeat 1 --models yolo9-t | tee "$out/cuda_graph.jsonl"
 if wants vs; then
   if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/reference "$bundle"/wheels/*.whl; then
-    PYTHONPATH=/tmp/reference${PYTHONPATH:+:$PYTHONPATH} stage vs 150 python3 bench/train_speed.py --device 0 --workers 8 \
+    PYTHONPATH=/tmp/reference${PYTHONPATH:+:$PYTHONPATH} stage vs ${VS_S:-150} python3 bench/train_speed.py --device 0 --workers 8 \
       --imgsz 640 --batch 8 --amp-dtype float16 --epochs 3 --repeat 1 --cuda-graph --models yolo9-t \
       --reference-python python3 | tee "$out/train_speed.jsonl"
   else

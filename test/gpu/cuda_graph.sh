@@ -3,7 +3,7 @@
 # YOLOv9-t with AMP and nbs accumulation, without AMP, and YOLOX-s with AMP, at each
 # cuda_graph_scope (network; loss and step for YOLOv9, whose loss is captured; optimizer for YOLOX,
 # whose loss stays eager), and RT-DETR-r18, whose graph holds the backbone and encoder while the
-# decoder and the loss stay eager; each capture is logged once. Skips (77) without a GPU or coco8.
+# decoder and the loss stay eager, and D-FINE-n likewise (AMP off, its default); each capture is logged once. Skips (77) without a GPU or coco8.
 . "$(dirname "$0")/../cli/lib.sh"
 require_gpu coco8
 python=${LIBREYOLO_PYTHON:-python3}
@@ -16,7 +16,8 @@ for case in "yolo9-t amp=true nbs=4|captured training forward/backward at input 
             "yolo9-t amp=true nbs=4 cuda_graph_scope=step|captured the training step (forward, loss, backward) at 2x3x320x320, 300 label slots|captured the optimizer step" \
             "yolo9-t amp=false nbs=2 cuda_graph_scope=loss|captured the training step (forward, loss, backward) at 2x3x320x320, 300 label slots" \
             "yolox-s amp=true nbs=2 cuda_graph_scope=optimizer|captured training forward/backward at input shape 2x3x320x320|captured the optimizer step" \
-            "rtdetr-r18 amp=false|the backbone and encoder's forward and backward are captured|captured training forward/backward at input shape 2x3x320x320"; do
+            "rtdetr-r18 amp=false|the backbone and encoder's forward and backward are captured|captured training forward/backward at input shape 2x3x320x320" \
+            "dfine-n multi_scale=false|the backbone and encoder's forward and backward are captured|captured training forward/backward at input shape 2x3x320x320"; do
   run=${case%%|*}; lines=${case#*|}
   model=${run%% *}; args=${run#* }
   name=$(echo "$run" | tr ' =' '__')
