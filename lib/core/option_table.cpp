@@ -75,6 +75,11 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
              "validation (0 = off)", .minimum = 0, .maximum = unbounded, .support = S::honoured},
     {.name = "seed", .type = T::integer, .default_value = "0", .group = "loop",
      .help = "random seed of the weights, the data order and the augmentation", .commands = train_data, .minimum = 0, .maximum = 4294967295.0, .support = S::honoured},
+    {.name = "deterministic", .type = T::boolean, .default_value = "false", .group = "loop",
+     .help = "deterministic kernels: cuDNN's deterministic convolutions (no autotuning), PyTorch's deterministic forms "
+             "where it has them (others warn once) and a fixed cuBLAS workspace, so that a GPU run repeats; slower. "
+             "Ultralytics' key (its default is true; LibreYOLO sets none)",
+     .commands = train_profile, .support = S::honoured},
     {.name = "resume", .type = T::flag_or_path, .default_value = "false", .group = "loop",
      .help = "resume from model=.../last.pt (true) or from the given checkpoint path", .support = S::honoured},
     {.name = "amp", .type = T::boolean, .default_value = "true", .group = "loop",

@@ -174,6 +174,8 @@ struct Collected {
   // Data-parallel collectives: Gloo's own records on its worker threads and c10d's dispatcher ops
   // (CPU operators, RecordFunction), and NCCL kernels on the GPU (CUPTI).
   std::vector<std::pair<double, double>> collective_ops, collective_kernels;
+  // Operators that make the host wait for the GPU (item, nonzero, ...): name and start.
+  std::vector<std::pair<std::string, double>> host_reads;
 };
 
 bool is_collective_op(const std::string& name) { return name.starts_with("gloo:") || name.starts_with("c10d::"); }
@@ -190,7 +192,7 @@ Collected collect_events(const Trace& trace, const AnalysisWindow& window, const
   const PhaseIndex phases(trace);
   Collected c;
   auto& [kernels, ops, kernels_by_phase, ops_by_phase, present, kernels_in_trace, allocator_calls, runtime_events, memcpy_us,
-         tensor_core_us, category_us, op_intervals, span_us, training_threads, collective_ops, collective_kernels] = c;
+         tensor_core_us, category_us, op_intervals, span_us, training_threads, collective_ops, collective_kernels, host_reads] = c;
   const auto launches = launches_by_correlation(trace.events);
   for (const auto& s : phases.spans()) {
     if (s.phase == "forward") training_threads.insert({s.pid, s.tid});
@@ -225,6 +227,7 @@ Collected collect_events(const Trace& trace, const AnalysisWindow& window, const
       present.insert(phase);
       op_intervals[{e.pid, e.tid}].emplace_back(e.start_us, e.end_us());
       if (is_collective_op(e.name)) collective_ops.emplace_back(e.start_us, e.end_us());
+      if (train::is_host_read_operator(e.name)) host_reads.emplace_back(e.name, e.start_us);
     } else if (e.category == category::annotation) {
       if (auto phase = phase_of_annotation(e.name); !phase.empty()) {
         span_us[phase] += e.duration_us;
@@ -401,7 +404,7 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   const int op_steps = ops_window.steps;
   Collected collected = collect_events(trace, window, ops_window);
   auto& [kernels, ops, kernels_by_phase, ops_by_phase, present, kernels_in_trace, allocator_calls, runtime_events, memcpy_us,
-         tensor_core_us, category_us, op_intervals, span_us, training_threads, collective_ops, collective_kernels] = collected;
+         tensor_core_us, category_us, op_intervals, span_us, training_threads, collective_ops, collective_kernels, host_reads] = collected;
 
   const bool on_gpu = summary ? summary->device_kind == "cuda" : kernels_in_trace > 0;
   const bool kernels_measured = on_gpu && kernels_in_trace > 0 && (!summary || summary->kernels_measured);
@@ -471,16 +474,23 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
   }
   // Operators that make the host wait for the GPU (item, nonzero, ...), per step of the operator
   // window: on a GPU each drains the launch queue. Measured with an operator trace on a GPU only
-  // (the CPU's own forms call some on purpose, and there they wait for nothing).
+  // (the CPU's own forms call some on purpose, and there they wait for nothing). Those inside the
+  // steps only: an epoch's end between two steps reads on purpose (a checkpoint's weights, the
+  // logged losses), and on a small dataset (coco8 at batch 4: an epoch every 2 steps) it would
+  // otherwise read as the step's.
   std::optional<double> host_syncs_per_step;
   std::string host_syncs;
   nlohmann::ordered_json host_sync_ops = nullptr;
   if (on_gpu && ops_measured) {
     host_syncs_per_step = 0.0;
     host_sync_ops = nlohmann::ordered_json::object();
-    for (const auto& [name, t] : ops) {
-      if (!train::is_host_read_operator(name)) continue;
-      const double per_step = static_cast<double>(t.count) / op_steps;
+    std::map<std::string, std::int64_t> in_steps;
+    for (const auto& [name, start] : host_reads) {
+      const auto within = [start](const auto& span) { return start >= span.first && start < span.second; };
+      if (op_step_spans.empty() || std::any_of(op_step_spans.begin(), op_step_spans.end(), within)) ++in_steps[name];
+    }
+    for (const auto& [name, count] : in_steps) {
+      const double per_step = static_cast<double>(count) / op_steps;
       *host_syncs_per_step += per_step;
       host_sync_ops[name] = rounded(per_step, 2);
       host_syncs += fmt::format("{}{} {:g}/step", host_syncs.empty() ? "" : ", ", name, rounded(per_step, 2));

@@ -74,6 +74,17 @@ std::string host_read_refusal(const HostReadWatch& watch);
 // (a CPU device or a build without CUDA), with the reason.
 std::unique_ptr<CaptureBackend> make_cuda_graph_backend(int device, std::string& why_not);
 
+// cuda_graph=true on a CUDA device: the calling thread's work moves from the legacy default stream
+// to a stream of its own, after the device has finished what is queued, until the returned guard
+// goes (then the device finishes that stream's work and the thread's stream is restored). PyTorch's
+// rule for capturing a backward: the autograd nodes that outlive a step (a parameter's
+// AccumulateGrad, made at its first eager step) run on the stream they were made on, so the steps
+// before a capture must run on the capture's stream; on the legacy stream, CUDA refuses the
+// capture ("operation would make the legacy stream depend on a capturing blocking stream"). The
+// backends capture on the thread's current stream when it is not the default one. Null without
+// CUDA.
+std::shared_ptr<void> use_capture_stream(int device);
+
 // Tests: a backend for CPU devices (a fake that re-runs the captured work), so that the trainer's
 // graphed path runs end to end on the CPU. Process-wide; empty (the default) means none.
 void set_cpu_capture_backend_for_tests(std::function<std::unique_ptr<CaptureBackend>()> factory);

@@ -73,7 +73,10 @@ class CudaGraphBackend final : public CaptureBackend {
   void on_side_stream(const std::function<void()>& work) {
     const c10::cuda::CUDAGuard device_guard(device_);
     const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_);
-    if (!side_) side_ = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_);
+    if (!side_) {  // the thread's own stream (use_capture_stream), else one from the pool
+      side_ = current != c10::cuda::getDefaultCUDAStream(device_) ? current
+                                                                  : c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_);
+    }
     at::cuda::CUDAEvent ready;
     ready.record(current);
     ready.block(*side_);
@@ -94,6 +97,20 @@ class CudaGraphBackend final : public CaptureBackend {
 };
 
 }  // namespace
+
+std::shared_ptr<void> use_capture_stream(int device) {
+  const auto index = static_cast<c10::DeviceIndex>(device);
+  const c10::cuda::CUDAStream before = c10::cuda::getCurrentCUDAStream(index);
+  cuda::synchronize(device);  // the legacy stream's work (the weights' upload) done before the new stream starts
+  c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index));
+  return std::shared_ptr<void>(nullptr, [before, device](void*) {
+    try {
+      cuda::synchronize(device);
+    } catch (...) {  // a failed run's error was reported where it happened
+    }
+    c10::cuda::setCurrentCUDAStream(before);
+  });
+}
 
 std::unique_ptr<CaptureBackend> make_cuda_graph_backend(int device, std::string& why_not) {
   if (device < 0) {

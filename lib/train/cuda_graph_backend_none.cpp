@@ -8,4 +8,6 @@ std::unique_ptr<CaptureBackend> make_cuda_graph_backend(int, std::string& why_no
   return nullptr;
 }
 
+std::shared_ptr<void> use_capture_stream(int) { return nullptr; }
+
 }  // namespace libreyolo::train

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdlib>
 #include <algorithm>
 #include <set>
 #include <array>
@@ -423,6 +424,7 @@ void set_up_cuda_graph(Training& t) {
               "captured (a shape's 3rd batch is); multi_scale=false is the lever",
               scales ? fmt::format("{}", std::set<int>(scales->sizes.begin(), scales->sizes.end()).size()) : std::string("many"));
   }
+  if (t.place.device.is_cuda()) t.graphs.stream = use_capture_stream(t.place.device.index());
   const bool whole_network = t.net.family->graph_region() == models::GraphRegion::network;
   const std::string region = whole_network ? "the network" : "the backbone and encoder";
   const std::string scope = t.config.get_text("cuda_graph_scope");
@@ -449,8 +451,8 @@ void set_up_cuda_graph(Training& t) {
     log::info("cuda_graph: forward, loss and backward are one graph, captured on the 3rd batch of a shape after 3 warm-up runs "
               "(targets padded to max_labels={} per image, the most the pipeline keeps); {}", t.graphs.label_slots, optimizer);
   } else {
-    log::info("cuda_graph: {}'s forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; {} stay "
-              "eager; {}", region, whole_network ? "the loss" : "the decoder (its denoising queries follow each batch's targets) and the loss",
+    log::info("cuda_graph: {}'s forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; {} eager; {}",
+              region, whole_network ? "the loss stays" : "the decoder (its denoising queries follow each batch's targets) and the loss stay",
               optimizer);
   }
 }
@@ -466,6 +468,26 @@ void use_device_forms(Training& t) {
   if (all || (t.graphs.training && t.graphs.training->graphs_loss())) t.net.loss->use_static_shapes();
 }
 
+// deterministic=true: the kernel choices that make a GPU run repeat (Ultralytics' init_seeds with
+// deterministic): cuDNN's deterministic algorithms without autotuning, ATen's deterministic forms
+// (warn_only: an operator without one warns once and runs), and cuBLAS's fixed workspace, which
+// it reads when its first handle is made. Process-wide, so restored when the training goes.
+std::shared_ptr<void> use_deterministic_kernels() {
+  auto& context = at::globalContext();
+  const bool cudnn = context.deterministicCuDNN(), benchmark = context.benchmarkCuDNN();
+  const bool algorithms = context.deterministicAlgorithms(), warn_only = context.deterministicAlgorithmsWarnOnly();
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  context.setDeterministicCuDNN(true);
+  context.setBenchmarkCuDNN(false);
+  context.setDeterministicAlgorithms(true, /*warn_only=*/true);
+  return std::shared_ptr<void>(nullptr, [=](void*) {
+    auto& c = at::globalContext();
+    c.setDeterministicCuDNN(cudnn);
+    c.setBenchmarkCuDNN(benchmark);
+    c.setDeterministicAlgorithms(algorithms, warn_only);
+  });
+}
+
 }  // namespace
 
 std::unique_ptr<Training> set_up_training(const config::Config& config, TrainState& state, Collectives* dist) {
@@ -473,6 +495,7 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   t->place.device = resolve_device(config.get_text("device"), dist ? std::optional<int>(dist->local_rank()) : std::nullopt);
   t->place.seed = static_cast<std::uint64_t>(std::max<std::int64_t>(0, config.get_int("seed")));
   torch::manual_seed(t->place.seed);  // the same on every rank: the starting weights agree before rank 0's are broadcast
+  if (config.get_bool("deterministic")) t->place.determinism = use_deterministic_kernels();
   t->place.global_batch = static_cast<int>(config.get_int("batch"));
   t->place.batch_size = per_rank_batch(t->place.global_batch, t->place.world_size());
   t->place.workers = static_cast<int>(config.get_int("workers"));

@@ -42,6 +42,7 @@ struct Placement {
   int global_batch = 1;  // batch=
   int workers = 0;
   bool resume = false;
+  std::shared_ptr<void> determinism{};  // deterministic=true: restores the process's kernel choices when it goes
   int rank() const { return dist ? dist->rank() : 0; }
   int world_size() const { return dist ? dist->world_size() : 1; }
   bool main_process() const { return rank() == 0; }  // the one that writes files and the console
@@ -102,6 +103,7 @@ struct Precision {
 
 // cuda_graph=true's graphs; both null: eager.
 struct Graphs {
+  std::shared_ptr<void> stream{};  // use_capture_stream's guard on a CUDA device; first, so that it goes last
   std::unique_ptr<GraphManager> training;     // on a CUDA device (or the tests' capture backend)
   std::unique_ptr<InferenceGraphs> validation;
   std::int64_t label_slots = 0;  // targets padded to this many slots per image (a captured loss); 0: as many as needed

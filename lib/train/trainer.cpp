@@ -251,8 +251,12 @@ double metric_value(const eval::Validation& v, const std::string& name) {
   return v.coco.map50_95();
 }
 
-// A deep copy of a checkpoint's tensors (state dicts alias the live weights).
+// A deep copy of a checkpoint's tensors (state dicts alias the live weights). Without autograd: a
+// clone of a parameter made under grad mode would keep an autograd node to it (its AccumulateGrad)
+// for as long as the copy lives, and a CUDA graph cannot capture a backward that ends in a node
+// made on another stream.
 models::Checkpoint snapshot(models::Checkpoint c) {
+  const at::NoGradGuard no_grad;
   for (auto& [name, tensor] : c.model) tensor = tensor.clone();
   if (const auto* raw = c.extra("train_model")) {
     models::NamedTensors copy = models::tensors_of(*raw);

@@ -14,7 +14,8 @@
 #   cpu      only where the host CPU has AMX (amx_bf16): a coco128 epoch of yolo9-t at 640 on the CPU in
 #            float32 and in bfloat16 (cpu_bf16.jsonl), and the bf16 step's operators from our profiler
 #            (cpu_bf16_ops.txt): the CPU half of issue 14's point 3, which a machine without AMX cannot measure
-# then graphs for yolox-s. STAGES="tests graphs" runs a subset.
+# then graphs for yolox-s. STAGES="tests graphs" runs a subset, TESTS_ONLY=name,... some of the gpu suite, and
+# TESTS_S, GRAPHS_S, VS_S set the stages' limits in seconds.
 set -u
 start=$SECONDS
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -53,7 +54,7 @@ if wants env; then
   } >"$out/env.txt" 2>&1
   cat "$out/env.txt"
 fi
-wants tests && stage tests ${TESTS_S:-300} python3 scripts/device/run_tests.py --log "$out/gpu-tests.log" | tee "$out/gpu-tests.txt"
+wants tests && stage tests ${TESTS_S:-300} python3 scripts/device/run_tests.py ${TESTS_ONLY:+--only "$TESTS_ONLY"} --log "$out/gpu-tests.log" | tee "$out/gpu-tests.txt"
 wants graphs && stage graphs ${GRAPHS_S:-150} python3 bench/cuda_graph.py --repeat 1 --models yolo9-t | tee "$out/cuda_graph.jsonl"
 if wants vs; then
   if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/reference "$bundle"/wheels/*.whl; then

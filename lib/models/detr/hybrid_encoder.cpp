@@ -221,6 +221,16 @@ HybridEncoderImpl::HybridEncoderImpl(const HybridEncoderOptions& options) : opti
   }
 }
 
+torch::Tensor HybridEncoderImpl::position_embedding(std::int64_t w, std::int64_t h, const torch::Device& device) {
+  for (const Position& p : positions_) {
+    if (p.w == w && p.h == h && p.value.device() == device) return p.value;
+  }
+  torch::Tensor value = sincos_position_embedding(static_cast<int>(w), static_cast<int>(h), options_.hidden).to(device);
+  if (positions_.size() >= 16) positions_.erase(positions_.begin());  // multi_scale's sizes, and then some
+  positions_.push_back({w, h, value});
+  return value;
+}
+
 std::vector<torch::Tensor> HybridEncoderImpl::forward(const std::vector<torch::Tensor>& features) {
   const std::size_t levels = features.size();
   std::vector<torch::Tensor> projected;
@@ -229,7 +239,7 @@ std::vector<torch::Tensor> HybridEncoderImpl::forward(const std::vector<torch::T
     torch::Tensor& map = projected.back();
     const int64_t h = map.size(2), w = map.size(3);
     const torch::Tensor flat = map.flatten(2).permute({0, 2, 1});
-    const torch::Tensor position = sincos_position_embedding(static_cast<int>(w), static_cast<int>(h), options_.hidden).to(flat.device());
+    const torch::Tensor position = position_embedding(w, h, flat.device());
     map = nth<TransformerEncoderImpl>(*encoder_, 0).forward(flat, position).permute({0, 2, 1}).reshape({-1, options_.hidden, h, w}).contiguous();
   }
   namespace F = torch::nn::functional;

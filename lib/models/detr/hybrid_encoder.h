@@ -75,9 +75,19 @@ class HybridEncoderImpl : public torch::nn::Module {
   explicit HybridEncoderImpl(const HybridEncoderOptions& options);
   // One map of `hidden` channels per input, at the inputs' strides.
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& features);
+  // AIFI's position embedding for a w x h map on `device`: computed on the CPU as the references do,
+  // copied once per size and device and kept. A copy from the host inside a CUDA graph's capture is
+  // refused, and the warm-up before a capture runs the same shape, so a captured encoder reads the
+  // kept tensor.
+  torch::Tensor position_embedding(std::int64_t w, std::int64_t h, const torch::Device& device);
 
  private:
   HybridEncoderOptions options_;
+  struct Position {
+    std::int64_t w = 0, h = 0;
+    torch::Tensor value;
+  };
+  std::vector<Position> positions_;
   torch::nn::ModuleList input_proj_{nullptr}, encoder_{nullptr};
   torch::nn::ModuleList lateral_convs_{nullptr}, fpn_blocks_{nullptr}, downsample_convs_{nullptr}, pan_blocks_{nullptr};
 };

@@ -8,6 +8,7 @@
 #include "models/detr/dfine_criterion.h"
 #include "models/detr/dfine_family.h"
 #include "models/detr/dfine_recipe.h"
+#include "models/detr/hybrid_encoder.h"
 #include "models/detr/rtdetr_family.h"
 #include "models/detr/rtdetr_recipe.h"
 #include "models/safetensors.h"
@@ -76,6 +77,26 @@ TEST_CASE("denoising: seeded draws repeat, positives stay near their targets, ne
 }
 
 // ---- RT-DETR behind the Family interface
+
+TEST_CASE("hybrid encoder: AIFI's position embedding is made once per size and device, the references' values", "[detr]") {
+  // A captured encoder may not copy from the host (CUDA refuses it); the warm-up that precedes a
+  // capture makes the embedding of its size, and every later forward reads that same tensor.
+  libreyolo::models::detr::HybridEncoder encoder(libreyolo::models::detr::HybridEncoderOptions{.in_channels = {8, 16}, .hidden = 32, .heads = 2, .feedforward = 64});
+  const torch::Tensor a = encoder->position_embedding(5, 4, torch::kCPU);
+  CHECK(torch::equal(a, libreyolo::models::detr::sincos_position_embedding(5, 4, 32)));
+  CHECK(encoder->position_embedding(5, 4, torch::kCPU).data_ptr() == a.data_ptr());
+  const torch::Tensor b = encoder->position_embedding(4, 5, torch::kCPU);
+  CHECK(b.data_ptr() != a.data_ptr());
+  CHECK(torch::equal(b, libreyolo::models::detr::sincos_position_embedding(4, 5, 32)));
+  // a forward pass reads the kept one: changed in place, it changes the next pass's output
+  encoder->eval();
+  torch::NoGradGuard no_grad;
+  const std::vector<torch::Tensor> maps{torch::randn({1, 8, 8, 8}), torch::randn({1, 16, 4, 4})};
+  const torch::Tensor before = encoder->forward(maps).back();
+  CHECK(torch::equal(encoder->forward(maps).back(), before));
+  encoder->position_embedding(4, 4, torch::kCPU).zero_();
+  CHECK_FALSE(torch::equal(encoder->forward(maps).back(), before));
+}
 
 TEST_CASE("RT-DETR family: packed outputs round-trip, targets normalise, the loss trains", "[detr]") {
   const libreyolo::models::Family& family = libreyolo::models::family("rtdetr");

@@ -296,6 +296,22 @@ TEST_CASE("GPU host syncs: the operators that wait for the device, counted per s
   CHECK(clean["levers"].get<std::string>().find("sync") == std::string::npos);  // measured: none to remove
   CHECK(format_report(clean, "", "").find("host syncs 0/step  (") != std::string::npos);
 
+  // An epoch's end between two steps (a checkpoint reads the weights back, 2 reads): not the step's.
+  // The steps end 5 us early here, the reads land in that gap; one more inside each step counts.
+  Trace epochs = synthetic_gpu_trace(1.0, 0, {"aten::add", "aten::_local_scalar_dense"});
+  for (Event& e : epochs.events) {
+    if (e.name.starts_with("ProfilerStep#")) e.duration_us = 95;
+  }
+  for (int k = 0; k < 6; ++k) {
+    for (int r = 0; r < 2; ++r) {
+      epochs.events.push_back({.name = "aten::_local_scalar_dense", .category = category::cpu_op, .start_us = 100.0 * k + 96 + r,
+                               .duration_us = 0.5, .pid = 1, .tid = 1});
+    }
+  }
+  const auto between = analyze(epochs, gpu_summary(0.1, 0.001), "t.json");
+  CHECK(between["host_syncs_per_step"].get<double>() == 1);
+  CHECK(between["host_sync_ops"] == nlohmann::ordered_json({{"aten::_local_scalar_dense", 1}}));
+
   const auto unmeasured = analyze(synthetic_gpu_trace(), gpu_summary(0.1, 0.001), "t.json");  // no operator trace
   CHECK(unmeasured["host_syncs_per_step"].is_null());
   CHECK(unmeasured["levers"].get<std::string>().find("fewer per-step .item()/syncs") != std::string::npos);

@@ -222,3 +222,80 @@ TEST_CASE("RT-DETR from weights trains in LibreYOLO's fine-tune form (the stem f
   CHECK(resumed.extra("fine_tune"));
   CHECK(at::equal(raw(resumed).at(stem), start.at(stem)));
 }
+
+TEST_CASE("deterministic=true trains with deterministic kernels and gives the process its choices back", "[trainer]") {
+  // Ultralytics' key: cuDNN's deterministic algorithms without autotuning, ATen's deterministic
+  // forms (warn only) and a fixed cuBLAS workspace; off by default (LibreYOLO sets none).
+  struct Seen : train::TrainHook {
+    bool algorithms = false, cudnn = false, benchmark = true;
+    void on_step_start(const train::TrainState&) override {
+      algorithms = at::globalContext().deterministicAlgorithms();
+      cudnn = at::globalContext().deterministicCuDNN();
+      benchmark = at::globalContext().benchmarkCuDNN();
+    }
+  };
+  TempDir dir;
+  const auto synth = data::write_synthetic_dataset({.out = dir.path / "ds", .train_images = 4, .val_images = 2, .image_size = 64});
+  const bool algorithms_before = at::globalContext().deterministicAlgorithms();
+  const bool cudnn_before = at::globalContext().deterministicCuDNN();
+  for (const bool on : {true, false}) {
+    INFO("deterministic=" << on);
+    const auto config = models::parse_arguments(
+        config::command_train, std::vector<std::string>{"model=yolo9-t", "data=" + synth.yaml.string(), "epochs=1", "batch=4", "imgsz=64", "workers=0",
+                                "val=false", "quiet=true", "deterministic=" + std::string(on ? "true" : "false")});
+    const fs::path run = dir.path / (on ? "on" : "off");
+    fs::create_directories(run);
+    auto owned = std::make_unique<Seen>();
+    const Seen* seen = owned.get();
+    train::HookList hooks;
+    hooks.add(std::move(owned));
+    train::run_training(config, run, hooks);
+    CHECK(seen->algorithms == (on || algorithms_before));
+    CHECK(seen->cudnn == (on || cudnn_before));
+    if (on) {
+      CHECK_FALSE(seen->benchmark);
+      CHECK(std::string(std::getenv("CUBLAS_WORKSPACE_CONFIG")) == ":4096:8");
+    }
+    CHECK(at::globalContext().deterministicAlgorithms() == algorithms_before);  // given back
+    CHECK(at::globalContext().deterministicCuDNN() == cudnn_before);
+  }
+}
+
+TEST_CASE("No step's autograd graph outlives it: every parameter's AccumulateGrad is gone before the next step", "[trainer][graph]") {
+  // PyTorch runs a kept AccumulateGrad node on the stream it was made on; a CUDA graph captured on
+  // another stream then fails ("operation would make the legacy stream depend on a capturing
+  // blocking stream", seen on an H200). A step's graph kept past the step (a loss tensor held,
+  // say) keeps those nodes: checked here on the CPU, for YOLOv9 and RT-DETR.
+  struct Watch : train::TrainHook {
+    torch::nn::Module* model = nullptr;
+    int steps = 0, kept = 0;
+    std::string first;
+    void on_train_start(const train::RunInfo& info, const train::TrainState&) override { model = info.model; }
+    void on_step_start(const train::TrainState&) override {
+      ++steps;
+      for (const auto& item : model->named_parameters()) {
+        if (item.value().requires_grad() && torch::autograd::impl::try_get_grad_accumulator(item.value())) {
+          if (first.empty()) first = item.key();
+          ++kept;
+        }
+      }
+    }
+  };
+  TempDir dir;
+  const auto synth = data::write_synthetic_dataset({.out = dir.path / "ds", .train_images = 8, .val_images = 2, .image_size = 64});
+  for (const std::string model : {"yolo9-t", "rtdetr-r18"}) {
+    INFO(model);
+    const auto config = models::parse_arguments(config::command_train, std::vector<std::string>{"model=" + model, "data=" + synth.yaml.string(), "epochs=1",
+                                                                          "batch=2", "imgsz=" + std::string(model == "yolo9-t" ? "64" : "128"), "workers=0", "val=false", "quiet=true"});
+    const fs::path run = dir.path / model;
+    fs::create_directories(run);
+    auto owned = std::make_unique<Watch>();
+    const Watch* watch = owned.get();
+    train::HookList hooks;
+    hooks.add(std::move(owned));
+    train::run_training(config, run, hooks);
+    CHECK(watch->steps == 4);
+    INFO("first kept: " << watch->first);
+    CHECK(watch->kept == 0);
+  }
+}
