@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/box_ops.h"
+#include "models/detr/sampling.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -68,7 +69,7 @@ class FdrDeformableAttentionImpl : public torch::nn::Module {
     for (std::size_t level = 0; level < shapes.size(); ++level) {
       const auto [h, w] = shapes[level];
       const at::Tensor values = value[level].reshape({batch * heads_, channels, h, w});
-      sampled.push_back(F::grid_sample(values, per_level[level], F::GridSampleFuncOptions().mode(torch::kBilinear).padding_mode(torch::kZeros).align_corners(false)));
+      sampled.push_back(bilinear_sample(values, per_level[level]));
     }
     const at::Tensor w = weights.permute({0, 2, 1, 3}).reshape({batch * heads_, 1, queries, total_});
     return (at::cat(sampled, -1) * w).sum(-1).reshape({batch, heads_ * channels, queries}).permute({0, 2, 1});

@@ -1,4 +1,5 @@
 #include "models/detr/rtdetr_decoder.h"
+#include "models/detr/sampling.h"
 
 #include "core/error.h"
 
@@ -44,7 +45,7 @@ at::Tensor deformable_attention_core(const at::Tensor& value, const SpatialShape
     const auto [h, w] = shapes[level];
     const at::Tensor values = per_level[level].flatten(2).permute({0, 2, 1}).reshape({batch * heads, channels, h, w});
     const at::Tensor grid = grids.select(3, static_cast<int64_t>(level)).permute({0, 2, 1, 3, 4}).flatten(0, 1);
-    sampled.push_back(F::grid_sample(values, grid, F::GridSampleFuncOptions().mode(torch::kBilinear).padding_mode(torch::kZeros).align_corners(false)));
+    sampled.push_back(bilinear_sample(values, grid));
   }
   const at::Tensor w = weights.permute({0, 2, 1, 3, 4}).reshape({batch * heads, 1, queries, levels * points});
   return (at::stack(sampled, -2).flatten(-2) * w).sum(-1).reshape({batch, heads * channels, queries}).permute({0, 2, 1});

@@ -9,6 +9,7 @@
 #include "models/detr/dfine_family.h"
 #include "models/detr/dfine_recipe.h"
 #include "models/detr/hybrid_encoder.h"
+#include "models/detr/sampling.h"
 #include "models/detr/rtdetr_family.h"
 #include "models/detr/rtdetr_recipe.h"
 #include "models/safetensors.h"
@@ -16,6 +17,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/autograd.h>
+#include <torch/nn/functional/vision.h>
 #include <torch/nn/module.h>
 
 #include <cmath>
@@ -77,6 +80,34 @@ TEST_CASE("denoising: seeded draws repeat, positives stay near their targets, ne
 }
 
 // ---- RT-DETR behind the Family interface
+
+TEST_CASE("deformable sampling by gathers: grid_sample's values and gradients, the points outside the map included", "[detr]") {
+  // deterministic=true on a GPU samples by gathers (grid_sample's CUDA backward adds with atomics);
+  // checked here against grid_sample itself in float64, where the two differ by rounding only.
+  namespace F = torch::nn::functional;
+  torch::manual_seed(3);
+  const auto options = torch::TensorOptions().dtype(torch::kDouble);
+  const torch::Tensor values = torch::randn({3, 5, 6, 7}, options).requires_grad_();
+  // points inside, on pixel centres and edges, and beyond the map on every side
+  torch::Tensor grid = torch::rand({3, 4, 9, 2}, options) * 2.6 - 1.3;
+  grid.index_put_({0, 0, 0}, torch::tensor({-1.0, -1.0}, options));
+  grid.index_put_({0, 0, 1}, torch::tensor({1.0, 1.0}, options));
+  grid.index_put_({0, 0, 2}, torch::tensor({1.0 / 7.0, -3.0 / 6.0}, options));  // a pixel centre
+  grid.index_put_({0, 0, 3}, torch::tensor({0.0, 0.0}, options));
+  grid.requires_grad_();
+  const torch::Tensor reference = F::grid_sample(values, grid, F::GridSampleFuncOptions().mode(torch::kBilinear).padding_mode(torch::kZeros).align_corners(false));
+  const torch::Tensor gathered = libreyolo::models::detr::bilinear_sample_by_gathers(values, grid);
+  REQUIRE(gathered.sizes() == reference.sizes());
+  CHECK((gathered - reference).abs().max().item<double>() < 1e-12);
+  const torch::Tensor seed = torch::randn_like(reference);
+  const auto expected = torch::autograd::grad({reference}, {values, grid}, {seed});
+  const auto got = torch::autograd::grad({gathered}, {values, grid}, {seed});
+  CHECK((got[0] - expected[0]).abs().max().item<double>() < 1e-12);
+  CHECK((got[1] - expected[1]).abs().max().item<double>() < 1e-12);
+  CHECK(expected[1].abs().sum().item<double>() > 1);  // the grid's gradient is not trivially zero
+  // bilinear_sample is grid_sample's own on the CPU (the references' kernel, bit for bit)
+  CHECK(torch::equal(libreyolo::models::detr::bilinear_sample(values, grid), reference));
+}
 
 TEST_CASE("hybrid encoder: AIFI's position embedding is made once per size and device, the references' values", "[detr]") {
   // A captured encoder may not copy from the host (CUDA refuses it); the warm-up that precedes a
