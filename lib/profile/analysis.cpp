@@ -485,9 +485,10 @@ nlohmann::ordered_json analyze(const Trace& trace, const std::optional<StepSumma
     host_syncs_per_step = 0.0;
     host_sync_ops = nlohmann::ordered_json::object();
     std::map<std::string, std::int64_t> in_steps;
-    for (const auto& [name, start] : host_reads) {
+    for (const auto& read : host_reads) {
+      const double start = read.second;
       const auto within = [start](const auto& span) { return start >= span.first && start < span.second; };
-      if (op_step_spans.empty() || std::any_of(op_step_spans.begin(), op_step_spans.end(), within)) ++in_steps[name];
+      if (op_step_spans.empty() || std::any_of(op_step_spans.begin(), op_step_spans.end(), within)) ++in_steps[read.first];
     }
     for (const auto& [name, count] : in_steps) {
       const double per_step = static_cast<double>(count) / op_steps;
