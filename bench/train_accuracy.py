@@ -1,21 +1,25 @@
-"""Same recipe, same data, same machine: train YOLOv9-t from scratch with ours and with the reference
-package (libreyolo 1.6.0's own CLI from the test venv), then score both best checkpoints with one
-yardstick. Prints one JSON line per implementation and a final comparison line.
+"""Same recipe, same data, same machine: train a model from scratch with ours and with the reference
+package (libreyolo 1.6.0's own CLI from the test venv), over one or more seeds, then score every best
+checkpoint with one yardstick. Prints one JSON line per run and a final line with each
+implementation's mean and spread (sample standard deviation, min, max) of mAP50-95 and mAP50.
 
-    python3 bench/train_accuracy.py [--epochs 20] [--no-aug-epochs 15] [--imgsz 192] [--batch 8]
-                                    [--skip-reference] [--work DIR]
+    python3 bench/train_accuracy.py [--model yolo9-t] [--seeds 0,1,2] [--epochs 20] [--no-aug-epochs 15]
+                                    [--imgsz 192] [--batch 8] [--skip-reference] [--work DIR]
 
 The data is the main job's synthetic dataset (`libreyolo data synth synth_size=160`: 240 train /
 60 val images). Each best.pt is validated by our `libreyolo val` (conf 0.001, iou 0.65, save_json)
 and its predictions.json is scored again by pycocotools against ground truth built here from the
 label files, so the mAP columns do not depend on either implementation's evaluator. The
-reference's own reported best mAP is printed too, for the record.
+reference's own reported best mAP is printed too, for the record. YOLO models take the main job's
+warmup_epochs=1 and no_aug_epochs=15 unless told; the DETRs their family's defaults (D-FINE and DEIM
+select 300 queries: imgsz 256 or more).
 """
 import argparse
 import contextlib
 import csv
 import io
 import json
+import statistics
 import os
 import pathlib
 import subprocess
@@ -38,10 +42,19 @@ def run(command, cwd):
     return seconds, result.stdout
 
 
-def recipe(args):
-    return [f"imgsz={args.imgsz}", f"batch={args.batch}", f"epochs={args.epochs}", "warmup_epochs=1",
-            f"no_aug_epochs={args.no_aug_epochs}", f"eval_interval={args.eval_interval}", "workers=2", "seed=0",
-            "device=cpu", "amp=false", "exist_ok=true"]
+def recipe(args, seed):
+    yolo = args.model.startswith(("yolo", "yolox"))
+    warmup = args.warmup_epochs if args.warmup_epochs is not None else (1 if yolo else None)
+    no_aug = args.no_aug_epochs if args.no_aug_epochs is not None else (15 if yolo else None)
+    return [f"imgsz={args.imgsz}", f"batch={args.batch}", f"epochs={args.epochs}",
+            *([f"warmup_epochs={warmup}"] if warmup is not None else []),
+            *([f"no_aug_epochs={no_aug}"] if no_aug is not None else []),
+            f"eval_interval={args.eval_interval}", "workers=2", f"seed={seed}", "device=cpu", "amp=false", "exist_ok=true"]
+
+
+def spread(values):
+    return {"mean": statistics.mean(values), "stdev": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "min": min(values), "max": max(values), "runs": values}
 
 
 def pycocotools_map(predictions: pathlib.Path, dataset: pathlib.Path):
@@ -82,49 +95,61 @@ def score(weights: pathlib.Path, dataset: pathlib.Path, work: pathlib.Path, name
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="yolo9-t", help="our name of the model, which the reference's CLI takes too")
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds, one training of each implementation per seed")
     parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--no-aug-epochs", type=int, default=15)
+    parser.add_argument("--warmup-epochs", type=float, help="default: 1 for YOLO models, the family's for DETRs")
+    parser.add_argument("--no-aug-epochs", type=int, help="default: 15 for YOLO models, the family's for DETRs")
     parser.add_argument("--eval-interval", type=int, default=5)
     parser.add_argument("--imgsz", type=int, default=192)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--skip-reference", action="store_true")
     parser.add_argument("--work", help="keep the runs here instead of a temporary folder")
     args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(args.work or tmp)
         work.mkdir(parents=True, exist_ok=True)
         dataset = work / "synth"
         run([OURS, "data", "synth", f"out={dataset}", "synth_size=160", "quiet=true"], work)
-        rows = {}
-        seconds, _ = run([OURS, "train", "model=yolo9-t", f"data={dataset / 'data.yaml'}", *recipe(args),
-                          "project=runs", "name=ours", "quiet=true"], work)
-        trained = list(csv.DictReader(open(work / "runs/ours/results.csv")))
-        rows["ours"] = {"impl": "ours", "wall_s": seconds, "epochs": len(trained),
-                        "train_s": float(trained[-1]["time"]),
-                        **score(work / "runs/ours/weights/best.pt", dataset, work, "ours", args.imgsz)}
-        print(json.dumps(rows["ours"]), flush=True)
-        if not args.skip_reference and REFERENCE.exists():
-            seconds, _ = run([REFERENCE, "train", "model=yolo9-t", f"data={dataset / 'data.yaml'}", *recipe(args),
-                              "pretrained=false", "project=runs", "name=ref"], work)
+        results = {"ours": [], "reference": []}
+        for seed in seeds:
+            name = f"ours_s{seed}"
+            seconds, _ = run([OURS, "train", f"model={args.model}", f"data={dataset / 'data.yaml'}", *recipe(args, seed),
+                              "project=runs", f"name={name}", "quiet=true"], work)
+            trained = list(csv.DictReader(open(work / "runs" / name / "results.csv")))
+            row = {"impl": "ours", "model": args.model, "seed": seed, "wall_s": seconds, "epochs": len(trained),
+                   "train_s": float(trained[-1]["time"]),
+                   **score(work / "runs" / name / "weights/best.pt", dataset, work, name, args.imgsz)}
+            results["ours"].append(row)
+            print(json.dumps(row), flush=True)
+            if args.skip_reference or not REFERENCE.exists():
+                continue
+            name = f"ref_s{seed}"
+            seconds, _ = run([REFERENCE, "train", f"model={args.model}", f"data={dataset / 'data.yaml'}",
+                              *recipe(args, seed), "pretrained=false", "project=runs", f"name={name}"], work)
             reported = {}
-            for path in (work / "runs").glob("ref*/metrics.jsonl"):
+            for path in (work / "runs").glob(f"{name}*/metrics.jsonl"):
                 for line in path.read_text().splitlines():
                     record = json.loads(line) if line.strip() else {}
                     for key, value in record.items():
                         if "mAP50" in key and isinstance(value, (int, float)):
                             reported[key] = max(reported.get(key, 0.0), value)
-            best = next((work / "runs").glob("ref*/weights/best.pt"))
-            rows["reference"] = {"impl": "reference", "wall_s": seconds, "reported_best": reported,
-                                 **score(best, dataset, work, "ref", args.imgsz)}
-            print(json.dumps(rows["reference"]), flush=True)
-        if "reference" in rows:
-            o, r = rows["ours"], rows["reference"]
-            print(json.dumps({"summary": {
-                "recipe": " ".join(recipe(args)), "ours_wall_s": o["wall_s"], "reference_wall_s": r["wall_s"],
-                "speedup": r["wall_s"] / o["wall_s"],
-                "ours_mAP50": o["pycocotools_mAP50"], "reference_mAP50": r["pycocotools_mAP50"],
-                "ours_mAP50_95": o["pycocotools_mAP50_95"], "reference_mAP50_95": r["pycocotools_mAP50_95"]}}),
-                flush=True)
+            best = next((work / "runs").glob(f"{name}*/weights/best.pt"))
+            row = {"impl": "reference", "model": args.model, "seed": seed, "wall_s": seconds, "reported_best": reported,
+                   **score(best, dataset, work, name, args.imgsz)}
+            results["reference"].append(row)
+            print(json.dumps(row), flush=True)
+        summary = {"model": args.model, "recipe": " ".join(recipe(args, "<seed>")), "seeds": seeds}
+        for impl, rows in results.items():
+            if not rows:
+                continue
+            summary[impl] = {"wall_s": statistics.median(r["wall_s"] for r in rows),
+                             "mAP50_95": spread([r["pycocotools_mAP50_95"] for r in rows]),
+                             "mAP50": spread([r["pycocotools_mAP50"] for r in rows])}
+        if results["reference"]:
+            summary["speedup"] = summary["reference"]["wall_s"] / summary["ours"]["wall_s"]
+        print(json.dumps({"summary": summary}), flush=True)
     return 0
 
 
