@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   std::shared_ptr<torch::nn::Module> module;
   std::function<std::pair<at::Tensor, double>(const at::Tensor&, const detr::DetrTargets&, const detr::DenoisingQueries&)> step_loss;
   if (dfine) {
-    detr::DfineModel model(detr::DfineOptions{.size = size, .classes = classes, .deim = deim});
+    detr::DfineModel model(detr::DfineOptions{.size = size, .classes = classes,
+                                              .variant = deim ? detr::DfineVariant::deim : detr::DfineVariant::dfine});
     module = model.ptr();
     step_loss = [model, classes, deim](const at::Tensor& images, const detr::DetrTargets& targets, const detr::DenoisingQueries& queries) mutable {
       auto start = Clock::now();

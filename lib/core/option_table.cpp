@@ -230,6 +230,11 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {.name = "no_aug_epochs", .type = T::integer, .default_value = "15", .group = "augmentation",
      .help = "last N epochs run without mosaic/mixup (YOLOX also turns its L1 loss on)", .commands = train_data, .minimum = 0,
      .maximum = 1e6, .support = S::honoured},
+    {.name = "aug_stop_epoch_ratio", .type = T::real, .default_value = "1.0", .group = "augmentation",
+     .help = "share of the epochs with the strong augmentations (mosaic/mixup; D-FINE's and DEIM's photometric, zoom-out "
+             "and IoU crop) and D-FINE's listed multi-scale sizes: below 1 they stop at int(epochs x ratio), and at the "
+             "latest where the no_aug_epochs begin (but after one epoch), as LibreYOLO's DETR trainers",
+     .commands = train_data, .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "max_labels", .type = T::integer, .default_value = "300", .group = "augmentation",
      .help = "most boxes kept per training image (and the label slots of a captured loss: cuda_graph_scope=loss and up)", .commands = train_data, .minimum = 1, .maximum = 100000, .support = S::honoured},
 

@@ -3,6 +3,7 @@
 #include "data/augment/color.h"
 #include "data/augment/geometry.h"
 #include "data/augment/mosaic_mixup.h"
+#include "data/augment/ssd.h"
 
 
 namespace libreyolo::data {
@@ -12,6 +13,8 @@ std::string_view recipe_name(Recipe recipe) {
     case Recipe::yolo9: return "yolo9";
     case Recipe::yolox: return "yolox";
     case Recipe::detr: return "detr";
+    case Recipe::dfine: return "dfine";
+    case Recipe::deim: return "deim";
   }
   return "?";
 }
@@ -52,9 +55,14 @@ Sample TrainPipeline::sample(std::size_t index, int epoch, std::span<const std::
   // a pool too small to mix well: partners come from the whole dataset (same draws, no index list)
   if (pool.size() < 4) pool = {};
   Draw draw{random, pool, dataset_.size()};
-  Sample out = augment_.recipe == Recipe::yolox ? yolox_sample(index, draw)
-               : augment_.recipe == Recipe::detr ? detr_sample(index, draw)
-                                                 : yolo9_sample(index, draw);
+  Sample out;
+  switch (augment_.recipe) {
+    case Recipe::yolo9: out = yolo9_sample(index, draw); break;
+    case Recipe::yolox: out = yolox_sample(index, draw); break;
+    case Recipe::detr: out = detr_sample(index, draw); break;
+    case Recipe::dfine:
+    case Recipe::deim: out = dfine_sample(index, draw); break;
+  }
   if (static_cast<int>(out.boxes.size()) > augment_.max_labels) out.boxes.resize(augment_.max_labels);
   return out;
 }
@@ -160,6 +168,41 @@ Sample TrainPipeline::detr_sample(std::size_t index, Draw& draw) const {
   // rare: decoded again rather than an untouched copy kept for every sample
   if (fitted.boxes.empty()) fitted = stretch_to(dataset_.load_original(index), input);
   return fitted;
+}
+
+// D-FINE's and DEIM's (libreyolo 1.6.0's DETR transform): while the strong stage is on and the image
+// has boxes, photometric distortion, zoom-out, IoU crop and boxes under 1 px dropped; then always a
+// horizontal flip and the stretch to the square (area-averaged when it shrinks, as torchvision's
+// antialiased resize), boxes not over 1 px on a side dropped. No fallback when none is left: the
+// reference trains on such a sample as it is.
+Sample TrainPipeline::dfine_sample(std::size_t index, Draw& draw) const {
+  SampleRandom& random = draw.random;
+  const cv::Size input(augment_.image_size, augment_.image_size);
+  Sample image = augment_.recipe == Recipe::deim ? dataset_.load_original(index) : dataset_.load_resized(index);
+  if (mosaic_enabled_ && !image.boxes.empty()) {
+    image.image = photometric_distort(image.image, random);  // a new image: the loaded one may be cached
+    FramedSample framed = FramedSample::of(std::move(image));
+    zoom_out(framed, random);
+    iou_crop(framed, random);
+    image = framed.paint();
+    sanitize_boxes(image.boxes, image.image.size());
+  }
+  // flipped after the stretch (the same pixels, bilinear resizing being symmetric), on the fresh image
+  const bool flip = random.chance(augment_.flip_lr);
+  const bool flip_vertical = random.chance(augment_.flip_ud);
+  Sample out = stretch_to(image, input, /*area_when_shrinking=*/true);
+  if (flip) flip_horizontal_in_place(out);
+  if (flip_vertical) flip_vertical_in_place(out);
+  drop_small_boxes(out.boxes, input, 1.0f);
+  return out;
+}
+
+std::string_view TrainPipeline::strong_stage() const {
+  switch (augment_.recipe) {
+    case Recipe::dfine:
+    case Recipe::deim: return "the photometric distortion, zoom-out and IoU crop";
+    default: return "mosaic and mixup";
+  }
 }
 
 }  // namespace libreyolo::data

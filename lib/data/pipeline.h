@@ -5,6 +5,8 @@
 //         additive HSV -> flip -> top-left fit; boxes under 1 px dropped.
 //   detr  (LibreYOLO's RTDETRTrainTransform, no mosaic): additive HSV -> flips -> stretch to the
 //         square; boxes under 1 px dropped.
+//   dfine, deim (LibreYOLO's DetrTrainTransform): photometric distortion -> zoom-out -> IoU crop ->
+//         sanitize (the strong stage, images with boxes only) -> flip -> stretch to the square.
 // Each sample's draws derive from (seed, epoch, index).
 #pragma once
 
@@ -43,10 +45,13 @@ class TrainPipeline {
  public:
   TrainPipeline(const DetectionDataset& dataset, AugmentConfig augment, std::uint64_t seed);
 
-  // LibreYOLO's no_aug_epochs switch: mosaic and mixup off for the last epochs.
+  // The strong stage's switch (LibreYOLO's no_aug_epochs, and D-FINE's and DEIM's
+  // aug_stop_epoch_ratio): mosaic and mixup, or D-FINE's photometric, zoom-out and crop, off.
   void set_mosaic_enabled(bool enabled) { mosaic_enabled_ = enabled; }
   bool mosaic_enabled() const { return mosaic_enabled_; }
   const AugmentConfig& config() const { return augment_; }
+  // What the switch turns off, for the log: "mosaic and mixup", ...
+  std::string_view strong_stage() const;
 
   // A square image_size x image_size sample with pixel boxes. Mosaic and mixup partners are
   // drawn from `pool` (the batch being built, like Ultralytics' buffer of recent images, so
@@ -64,6 +69,7 @@ class TrainPipeline {
   Sample yolo9_geometric(std::size_t index, Draw& draw, bool use_mosaic) const;
   Sample yolox_sample(std::size_t index, Draw& draw) const;
   Sample detr_sample(std::size_t index, Draw& draw) const;
+  Sample dfine_sample(std::size_t index, Draw& draw) const;
   Sample mosaic_of(std::size_t index, Draw& draw) const;
   PiecedImage mosaic_pieces_of(std::size_t index, Draw& draw) const;
 

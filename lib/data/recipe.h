@@ -6,7 +6,9 @@
 
 namespace libreyolo::data {
 
-enum class Recipe { yolo9, yolox, detr };
+// detr: RT-DETR's; dfine and deim: D-FINE's and DEIM's strong and weak stages (dfine from the image
+// resized to a long side of imgsz, deim from the image at its own size, as their trainers load them).
+enum class Recipe { yolo9, yolox, detr, dfine, deim };
 std::string_view recipe_name(Recipe recipe);
 
 // Letterboxed (aspect kept, grey border) or stretched to the square (the DETRs' plain resize).

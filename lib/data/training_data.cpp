@@ -52,10 +52,15 @@ TrainingData load_training_data(const config::Config& config, Recipe recipe) {
   const int workers = static_cast<int>(config.get_int("workers"));
   ScanResult scan = scan_split(data.spec, "train", workers);
   const AugmentConfig augment = AugmentConfig::from_config(config, recipe);
-  if (recipe == Recipe::detr && (augment.mosaic > 0 || augment.mixup > 0 || augment.degrees > 0 || augment.shear > 0 ||
-                                 augment.perspective > 0)) {
+  const bool geometry_set = augment.mosaic > 0 || augment.mixup > 0 || augment.degrees > 0 || augment.shear > 0 || augment.perspective > 0;
+  if (recipe == Recipe::detr && geometry_set) {
     log::info("mosaic, mixup, degrees, shear and perspective are ignored: the DETR pipeline (LibreYOLO's RT-DETR "
               "transform) has HSV jitter, flips and the stretch only");
+  }
+  if ((recipe == Recipe::dfine || recipe == Recipe::deim) && (geometry_set || augment.translate > 0 || augment.hsv_prob > 0)) {
+    log::info("mosaic, mixup, hsv_prob, degrees, translate, shear and perspective are ignored: D-FINE's and DEIM's "
+              "pipeline (libreyolo 1.6.0's, which drops them too) has the photometric distortion, zoom-out and IoU "
+              "crop until aug_stop_epoch_ratio of the epochs, then flips and the stretch");
   }
   data.dataset = std::make_unique<DetectionDataset>(std::move(scan.images), data.spec.class_count(), augment.image_size,
                                                     parse_cache_mode(config.get_text("cache")));

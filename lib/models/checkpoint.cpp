@@ -59,10 +59,11 @@ std::string strip_module_prefix(const std::string& name) {
   return name.rfind("module.", 0) == 0 ? name.substr(7) : name;
 }
 
-// Family and size from a state dict's key names when the file does not say.
+// Family and size from a state dict's key names when the file does not say; the registry's order
+// decides where two families know a file's keys.
 std::string family_from_keys(const NamedTensors& model) {
-  for (const auto& [name, tensor] : model) {
-    for (const Family* f : families()) {
+  for (const Family* f : families()) {
+    for (const auto& [name, tensor] : model) {
       if (f->recognises_key(name)) return std::string(f->name());
     }
   }
@@ -346,7 +347,7 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   // YOLOv9 training checkpoints (LibreYOLO's and ours) hold the PGI auxiliary branch (aux.*,
   // aux_head.*) too: a training-only path that inference drops. Resume reads it from the file itself.
   if (std::erase_if(tensors, [&](const auto& item) { return model_family.is_training_only_tensor(item.first); }) > 0 && note_dropped) {
-    log::info("{}: the PGI auxiliary branch (aux.*, aux_head.*) is training-only and not loaded", path.filename().string());
+    log::info("{}: {} is training-only and not loaded", path.filename().string(), model_family.training_only_branch());
   }
   // A YOLOv9 checkpoint is read at the class-tower width it holds: the formula's for its nc (the
   // released weights, and ours trained before we followed LibreYOLO) or the COCO width (LibreYOLO's trainer).

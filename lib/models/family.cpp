@@ -16,8 +16,9 @@ namespace libreyolo::models {
 
 // The registry: one line per family.
 std::span<const Family* const> families() {
-  static const std::array<const Family*, 5> all{&yolo9::family(), &yolox::family(), &detr::rtdetr_family(), &detr::dfine_family(),
-                                                &detr::deim_family()};
+  // RT-DETRv4 before D-FINE: its released files hold D-FINE's keys and its own (family_from_keys)
+  static const std::array<const Family*, 6> all{&yolo9::family(),         &yolox::family(),       &detr::rtdetr_family(),
+                                                &detr::rtdetrv4_family(), &detr::dfine_family(), &detr::deim_family()};
   return all;
 }
 

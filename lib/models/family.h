@@ -86,8 +86,10 @@ class Family {
   // width a state dict holds; 0 where the family has no such choice.
   virtual int named_class_hidden(const std::string& size) const { (void)size; return 0; }
   virtual int class_hidden_of(const std::map<std::string, at::Tensor>& tensors) const { (void)tensors; return 0; }
-  // A tensor of a training-only branch (YOLOv9's PGI), dropped for inference.
+  // A tensor of a training-only branch (YOLOv9's PGI, RT-DETRv4's distillation projector), dropped
+  // for inference; and that branch, named for the log.
   virtual bool is_training_only_tensor(std::string_view name) const { (void)name; return false; }
+  virtual std::string_view training_only_branch() const { return {}; }
   // The layer groups freeze=N counts, in order, as state-dict prefixes ("backbone.conv0.").
   virtual std::vector<std::string> freeze_groups(bool with_aux) const = 0;
   // True when a state-dict key is this family's own (to identify a file that does not say).
@@ -132,12 +134,11 @@ class Family {
   // The augmentation pipeline the family trains with.
   virtual data::Recipe augment_recipe() const = 0;
   // multi_scale's batch sizes where the family's reference draws them from a list (D-FINE's and
-  // DEIM's: multiples of 32 within 25% of imgsz, imgsz itself repeated), until `stop_ratio` of the
-  // epochs (and the no-augmentation epochs); an empty list: every batch at imgsz. nullopt: the
-  // YOLO heads' range (Ultralytics' 0.5-1.5 x imgsz).
+  // DEIM's: multiples of 32 within 25% of imgsz, imgsz itself repeated), until the strong
+  // augmentations stop (aug_stop_epoch_ratio, no_aug_epochs); an empty list: every batch at imgsz.
+  // nullopt: the YOLO heads' range (Ultralytics' 0.5-1.5 x imgsz).
   struct BatchScales {
     std::vector<int> sizes{};
-    double stop_ratio = 1.0;
   };
   virtual std::optional<BatchScales> batch_scales(const std::string& size, int image_size) const {
     (void)size, (void)image_size;

@@ -20,9 +20,10 @@ struct Family {
   std::initializer_list<std::string_view> sizes;
 };
 
-const std::array<Family, 5> kFamilies{{
+const std::array<Family, 6> kFamilies{{
     {"yolo9", "LibreYOLO9", {"t", "s", "m", "c"}},
     {"yolox", "LibreYOLOX", {"n", "t", "s", "m", "l", "x"}},
+    {"rtdetrv4", "LibreRTDETRv4", {"s", "m", "l", "x"}},  // before rtdetr: names are matched by prefix
     {"rtdetr", "LibreRTDETR", {"r18", "r34", "r50", "r50m", "r101", "l", "x"}},
     {"dfine", "LibreDFINE", {"n", "s", "m", "l", "x"}},
     {"deim", "LibreDEIM", {"n", "s", "m", "l", "x"}},

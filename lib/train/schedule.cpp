@@ -10,6 +10,13 @@
 
 namespace libreyolo::train {
 
+int strong_augmentation_stop(int epochs, int no_aug_epochs, double ratio) {
+  const int stop = epochs - no_aug_epochs;
+  if (ratio >= 1.0) return stop;
+  const int by_ratio = static_cast<int>(epochs * ratio);
+  return no_aug_epochs > 0 ? std::min(by_ratio, std::max(1, stop)) : by_ratio;
+}
+
 Schedule::Schedule(ScheduleOptions options) : options_(std::move(options)) {
   if (options_.kind == "warmcos") options_.kind = "cos";
   static constexpr const char* kinds[] = {"yoloxwarmcos", "linear", "cos", "flat_cosine", "constant"};

@@ -22,6 +22,10 @@ struct ScheduleOptions {
   double momentum = 0.937;
 };
 
+// The first epoch without the strong augmentations: where the `no_aug_epochs` begin, or, for a
+// ratio below 1, LibreYOLO's DETR rule min(int(epochs x ratio), max(1, epochs - no_aug_epochs)).
+int strong_augmentation_stop(int epochs, int no_aug_epochs, double ratio);
+
 class Schedule {
  public:
   // Throws UsageError for an unknown kind.

@@ -521,14 +521,10 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
     state.accumulate = std::max<std::int64_t>(1, std::llround(static_cast<double>(config.get_int("nbs")) / t->place.global_batch));
   }
   state.loss_names = t->net.family->loss_names();
-  if (t->inputs.multi_scale) {  // the family's sizes, until its share of the epochs and the no-augmentation ones
+  t->inputs.augmentation_stop_epoch = strong_augmentation_stop(state.epochs, static_cast<int>(config.get_int("no_aug_epochs")),
+                                                                config.get_real("aug_stop_epoch_ratio"));
+  if (t->inputs.multi_scale) {  // the family's sizes, until the strong augmentations stop
     t->inputs.batch_scales = t->net.family->batch_scales(t->net.loaded.name.size, t->inputs.image_size);
-    if (t->inputs.batch_scales) {
-      const int no_aug = static_cast<int>(config.get_int("no_aug_epochs"));
-      int stop = static_cast<int>(state.epochs * t->inputs.batch_scales->stop_ratio);
-      if (no_aug > 0) stop = std::min(stop, std::max(1, state.epochs - no_aug));
-      t->inputs.batch_scales_stop_epoch = stop;
-    }
   }
   state.metric_name = config.get_text("best_metric");
   state.reset_epoch_sums();

@@ -58,7 +58,7 @@ struct Inputs {
   bool multi_scale = false;
   // the family's multi_scale sizes (nullopt: Ultralytics' range) and the epoch they stop at
   std::optional<models::Family::BatchScales> batch_scales;
-  int batch_scales_stop_epoch = 0;
+  int augmentation_stop_epoch = 0;  // the first epoch without the strong augmentations and listed scales
 };
 
 // The trained network, its family, EMA and loss.

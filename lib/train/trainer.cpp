@@ -191,7 +191,7 @@ at::Tensor rescale_to_listed(const at::Tensor& x, const std::vector<int>& sizes,
 at::Tensor network_input(const Training& t, const at::Tensor& images, const TrainState& state) {
   at::Tensor x = t.net.family->network_input(images, t.place.device);
   if (t.inputs.multi_scale && t.inputs.batch_scales) {
-    if (state.epoch < t.inputs.batch_scales_stop_epoch) x = rescale_to_listed(x, t.inputs.batch_scales->sizes, t.place.seed, state);
+    if (state.epoch < t.inputs.augmentation_stop_epoch) x = rescale_to_listed(x, t.inputs.batch_scales->sizes, t.place.seed, state);
   } else if (t.inputs.multi_scale) {
     x = rescale(x, t.inputs.image_size, t.place.seed, state);
   }
@@ -274,7 +274,6 @@ class Trainer {
       : config_(config), run_dir_(run_dir), hooks_(hooks), training_(set_up_training(config, state_, dist)), t_(*training_),
         ranks_(dist), record_(t_, state_, hooks_, ranks_, run_dir), runner_(t_.net, t_.optim, t_.precision, t_.graphs, t_.place.device, hooks_), losses_(t_.place.device.is_cuda() ? kLossReadInterval : 1),
         progress_(config.get_bool("quiet") || !t_.place.main_process(), state_.loss_names, static_cast<int>(config.get_int("log_interval")), ::isatty(2) != 0),
-        no_aug_epochs_(static_cast<int>(config.get_int("no_aug_epochs"))),
         eval_interval_(static_cast<int>(config.get_int("eval_interval"))),
         save_period_(static_cast<int>(config.get_int("save_period"))),
         patience_(static_cast<int>(config.get_int("patience"))),
@@ -344,7 +343,7 @@ class Trainer {
   EagerStepRunner runner_;
   StepLosses losses_;  // the steps' logged values on the device until read
   Progress progress_;
-  const int no_aug_epochs_, eval_interval_, save_period_, patience_;
+  const int eval_interval_, save_period_, patience_;
   const std::int64_t precise_bn_;
   const bool val_loss_, save_plots_;
   std::optional<BestAverage> average_;
@@ -385,12 +384,14 @@ void Trainer::recover(const Divergence& divergence) {
 
 void Trainer::begin_epoch() {
   const int epoch = state_.epoch;
-  const bool close_mosaic = epoch >= state_.epochs - no_aug_epochs_;
-  t_.inputs.data.pipeline->set_mosaic_enabled(!close_mosaic);
+  const int stop = t_.inputs.augmentation_stop_epoch;
+  const bool close_mosaic = epoch >= stop;
+  data::TrainPipeline& pipeline = *t_.inputs.data.pipeline;
+  pipeline.set_mosaic_enabled(!close_mosaic);
   if (close_mosaic) {
     const std::string loss_change = t_.net.loss->close_augmentation();
-    if (epoch == state_.epochs - no_aug_epochs_) {
-      log::info("Closing mosaic and mixup for the last {} epochs{}", no_aug_epochs_,
+    if (epoch == stop) {
+      log::info("Closing {} for the last {} epochs{}", pipeline.strong_stage(), state_.epochs - stop,
                 loss_change.empty() ? "" : fmt::format(" ({})", loss_change));
     }
   }

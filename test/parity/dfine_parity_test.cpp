@@ -1,6 +1,6 @@
 // Parity of our whole D-FINE network with libreyolo 1.6.0's (make_dfine_reference.py), for n as from
-// a checkpoint (two levels, the learnable affine, the stem frozen) and s from scratch, and of DEIM-n
-// (SiLU heads, MAL) as from a checkpoint: the state
+// a checkpoint (two levels, the learnable affine, the stem frozen) and s from scratch, of DEIM-n
+// (SiLU heads, MAL) and of RT-DETRv4-s (D-FINE's with SiLU heads, MAL) as from a checkpoint: the state
 // dict loads by name (strict: the anchors, up and reg_scale included), and on the same images the
 // eval outputs, every training output (each layer's logits, boxes, edge distributions and reference
 // boxes, the pre boxes, the encoder's proposals, the denoising queries' with the reference's draws),
@@ -15,6 +15,8 @@
 
 #include <torch/csrc/autograd/autograd.h>
 
+#include <array>
+
 using parity::Comparison;
 using parity::Tensors;
 using parity::with_prefix;
@@ -28,7 +30,7 @@ bool run_case(const Tensors& all, const std::string& name) {
   detr::DfineOptions options;
   options.size = detr::dfine_sizes().at(static_cast<std::size_t>(config[0].item<std::int64_t>()));
   options.scratch = config[1].item<std::int64_t>() != 0;
-  options.deim = config[2].item<std::int64_t>() != 0;
+  options.variant = static_cast<detr::DfineVariant>(config[2].item<std::int64_t>());
   options.classes = 7;
   options.queries = 20;
   detr::DfineModel model(options);
@@ -74,7 +76,7 @@ bool run_case(const Tensors& all, const std::string& name) {
   {
     detr::DfineCriterionOptions criterion;
     criterion.classes = options.classes;
-    criterion.mal = options.deim;
+    criterion.mal = options.variant != detr::DfineVariant::dfine;
     const Tensors expected = with_prefix(io, "loss.");
     auto terms = detr::dfine_loss_terms(out, parity::targets_of(io), model->decoder()->up(), model->decoder()->reg_scale(), criterion);
     at::Tensor sum;
@@ -117,7 +119,7 @@ bool run_case(const Tensors& all, const std::string& name) {
   const bool ok = eval.worst <= 1e-5 && train.worst <= 1e-5 && loss.worst <= 1e-5 && loss_grads.worst <= 1e-5 && grads.worst <= 1e-4;
   fmt::print("{}: {}-{} ({}): eval {:.2g}, {} training outputs {:.2g}, {} loss terms {:.2g}, {} loss gradients {:.2g}, {} "
              "gradients {:.2g} (max rel. diff); {} of {} tensors bit-identical: {}\n",
-             name, options.deim ? "DEIM" : "D-FINE", options.size, options.scratch ? "from scratch" : "as from a checkpoint", eval.worst,
+             name, std::array{"D-FINE", "DEIM", "RT-DETRv4"}.at(static_cast<std::size_t>(options.variant)), options.size, options.scratch ? "from scratch" : "as from a checkpoint", eval.worst,
              train.compared, train.worst, loss.compared, loss.worst, loss_grads.compared, loss_grads.worst, grads.compared, grads.worst,
              eval.exact + train.exact + loss.exact + loss_grads.exact + grads.exact,
              eval.compared + train.compared + loss.compared + loss_grads.compared + grads.compared, ok ? "ok" : "MISMATCH");

@@ -1,6 +1,7 @@
 """libreyolo 1.6.0's whole D-FINE network (HGNetv2, the hybrid encoder, DFINETransformer) built as
-LibreDFINEModel builds each size, and DEIM's as LibreDEIMModel does (its DEIMTransformer with SiLU
-heads; DEIMCriterion with MAL), but with fewer queries, so that a small image feeds them, with
+LibreDFINEModel builds each size, DEIM's as LibreDEIMModel does (its DEIMTransformer with SiLU
+heads; DEIMCriterion with MAL) and RT-DETRv4's as LibreRTDETRv4 does (LibreDFINEModel with SiLU,
+trained by DEIM's trainer: DEIMCriterion), but with fewer queries, so that a small image feeds them, with
 random weights: its state dict, and on random images its eval outputs, its training outputs for a
 batch of targets (the denoising draws recorded: every layer's logits, boxes, edge distributions and
 reference boxes, the pre boxes, the encoder's proposals, the denoising queries'), every term of
@@ -36,9 +37,10 @@ except ImportError as error:  # the venv is there (the wrapper skips only withou
 
 CLASSES, QUERIES = 7, 20
 SIZES = ["n", "s", "m", "l", "x"]
+FAMILIES = ["dfine", "deim", "rtdetrv4"]  # dfine_parity_test's DfineVariant
 # (family, size, from scratch): D-FINE-n (two levels, the learnable affine) as from weights, D-FINE-s
-# from scratch, DEIM-n as from weights
-CASES = [("dfine", "n", False), ("dfine", "s", True), ("deim", "n", False)]
+# from scratch, DEIM-n as from weights, RT-DETRv4-s (its smallest) as from weights (the stem frozen)
+CASES = [("dfine", "n", False), ("dfine", "s", True), ("deim", "n", False), ("rtdetrv4", "s", False)]
 
 
 class Dfine(torch.nn.Module):
@@ -64,7 +66,7 @@ class Dfine(torch.nn.Module):
         if deim:
             self.decoder = DEIMTransformer(**common, activation=cfg["activation"], mlp_act=cfg["mlp_act"])
         else:
-            self.decoder = DFINETransformer(**common, activation="relu")
+            self.decoder = DFINETransformer(**common, activation="silu" if family == "rtdetrv4" else "relu")
 
     def forward(self, x, targets=None):
         return self.decoder(self.encoder(self.backbone(x)), targets=targets)
@@ -98,7 +100,7 @@ def case(generator, family, size, scratch):
     model = Dfine(family, size, scratch, QUERIES)
     randomise(model, generator)
     tensors = {f"state.{k}": v.clone() for k, v in model.state_dict().items()}
-    tensors["config"] = torch.tensor([SIZES.index(size), int(scratch), int(family == "deim")], dtype=torch.int64)
+    tensors["config"] = torch.tensor([SIZES.index(size), int(scratch), FAMILIES.index(family)], dtype=torch.int64)
     images = torch.rand(2, 3, 64, 96, generator=generator)
     tensors["images"] = images
     counts = [2, 3]
@@ -108,7 +110,7 @@ def case(generator, family, size, scratch):
     # the loss on these outputs (every level's matching included), as LibreYOLO's trainer builds it, and
     # its gradient with respect to every output
     costs = {"cost_class": 2.0, "cost_bbox": 5.0, "cost_giou": 2.0}
-    if family == "deim":  # LibreYOLO's DEIM trainer: MAL (gamma 1.5)
+    if family != "dfine":  # LibreYOLO's DEIM trainer (RT-DETRv4's too): MAL (gamma 1.5)
         criterion = DEIMCriterion(matcher=DeimHungarianMatcher(weight_dict=costs, use_focal_loss=True, alpha=0.25, gamma=2.0),
                                   weight_dict={"loss_mal": 1.0, "loss_bbox": 5.0, "loss_giou": 2.0, "loss_fgl": 0.15,
                                                "loss_ddf": 1.5},

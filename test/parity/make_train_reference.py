@@ -19,6 +19,7 @@ try:
     from libreyolo.training import scheduler as sched
     from libreyolo.training.ema import ModelEMA
     from libreyolo.training.trainer import BaseTrainer
+    from libreyolo.data.augment.detr import resolve_aug_stop_epoch
 except ImportError as error:  # the venv is there (the wrapper skips only without it): a missing oracle fails
     print(f"FAIL: the test venv cannot import an oracle ({error}); run scripts/setup.sh")
     sys.exit(1)
@@ -75,6 +76,9 @@ def main() -> int:
         info["groups"][f"{family}-{size}"] = [
             {"names": [names[id(p)] for p in g["params"]], "weight_decay": g["weight_decay"]}
             for g in optimizer.param_groups]
+    # the epoch D-FINE's and DEIM's strong augmentations stop at (epochs, ratio, no_aug_epochs)
+    info["aug_stop"] = [[e, r, n, resolve_aug_stop_epoch(e, r, n)]
+                        for e in (1, 2, 5, 20, 58, 132) for r in (0.0, 0.5, 0.85, 0.91) for n in (0, 1, 4, 12, 200)]
     # EMA: model weights at update k are base × (1 + 0.1 k) for every floating entry.
     torch.manual_seed(0)
     model = yolox_nn.LibreYOLOXModel(config="n", nb_classes=80)

@@ -50,6 +50,15 @@ int main(int argc, char** argv) {
                  lrs.numel(), worst, worst_momentum, same ? "ok" : "MISMATCH");
       ok = ok && same;
     }
+    {
+      int differing = 0;
+      for (const auto& row : info["aug_stop"]) {
+        differing += train::strong_augmentation_stop(row[0].get<int>(), row[2].get<int>(), row[1].get<double>()) != row[3].get<int>();
+      }
+      fmt::print("strong augmentation stop: {} (epochs, ratio, no_aug_epochs) cases, {} differ {}\n", info["aug_stop"].size(),
+                 differing, differing == 0 ? "ok" : "MISMATCH");
+      ok = ok && differing == 0 && !info["aug_stop"].empty();
+    }
     for (const auto& [family, size] : {std::pair{"yolox", "n"}, std::pair{"yolo9", "t"}}) {
       auto model = models::build_model({family, size}, 80);
       const auto groups = train::parameter_groups(*model.module);

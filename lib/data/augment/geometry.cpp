@@ -117,12 +117,13 @@ LetterboxResult fit_top_left(const Sample& sample, cv::Size shape) {
   return result;
 }
 
-Sample stretch_to(const Sample& sample, cv::Size shape) {
+Sample stretch_to(const Sample& sample, cv::Size shape, bool area_when_shrinking) {
   Sample out;
   if (sample.image.size() == shape) {
     out.image = sample.image.clone();
   } else {
-    cv::resize(sample.image, out.image, shape, 0, 0, cv::INTER_LINEAR);
+    const bool shrinking = shape.width < sample.image.cols && shape.height < sample.image.rows;
+    cv::resize(sample.image, out.image, shape, 0, 0, area_when_shrinking && shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
   }
   const double rx = static_cast<double>(shape.width) / sample.image.cols, ry = static_cast<double>(shape.height) / sample.image.rows;
   for (const auto& box : sample.boxes) out.boxes.push_back(scaled(box, rx, ry));

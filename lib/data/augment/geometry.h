@@ -26,7 +26,9 @@ LetterboxResult letterbox(const Sample& sample, cv::Size shape, bool scale_up = 
 LetterboxResult fit_top_left(const Sample& sample, cv::Size shape);
 
 // The DETRs' resize: stretched to `shape` (bilinear), each axis scaled on its own; boxes follow.
-Sample stretch_to(const Sample& sample, cv::Size shape);
+// `area_when_shrinking`: area-averaged where both axes shrink (torchvision's antialiased resize).
+// Always a new image.
+Sample stretch_to(const Sample& sample, cv::Size shape, bool area_when_shrinking = false);
 
 struct PerspectiveParams {
   double degrees = 0, translate = 0.1, scale_low = 0.5, scale_high = 1.5, shear = 0, perspective = 0;

@@ -75,9 +75,9 @@ namespace {
 
 class DfineLoss final : public TrainingLoss {
  public:
-  DfineLoss(std::int64_t classes, bool deim, const GlobalNormaliser& normaliser) : normaliser_(normaliser) {
+  DfineLoss(std::int64_t classes, bool mal, const GlobalNormaliser& normaliser) : normaliser_(normaliser) {
     options_.classes = classes;
-    options_.mal = deim;  // DEIM's criterion: MAL (gamma 1.5) in place of VFL
+    options_.mal = mal;  // DEIM's criterion (RT-DETRv4's too): MAL (gamma 1.5) in place of VFL
   }
   LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
     const StepPart part("loss");  // a named phase in the profiler (its matcher's included)
@@ -92,17 +92,26 @@ class DfineLoss final : public TrainingLoss {
   GlobalNormaliser normaliser_;
 };
 
-// D-FINE, and DEIM (`deim`): the same network with SiLU heads, MAL and its own recipe.
+// D-FINE; DEIM: the same network with SiLU heads, MAL and its own recipe; RT-DETRv4: D-FINE's
+// network with SiLU heads and its freezing, trained by DEIM's trainer (MAL, DEIM's pipeline) with
+// its own rates.
 class DfineFamily final : public Family {
  public:
-  explicit DfineFamily(bool deim) : deim_(deim) {}
-  std::string_view name() const override { return deim_ ? "deim" : "dfine"; }
+  explicit DfineFamily(DfineVariant variant) : variant_(variant), deim_trainer_(variant != DfineVariant::dfine) {}
+  std::string_view name() const override {
+    switch (variant_) {
+      case DfineVariant::dfine: return "dfine";
+      case DfineVariant::deim: return "deim";
+      case DfineVariant::rtdetrv4: return "rtdetrv4";
+    }
+    return "?";
+  }
   // From scratch nothing is frozen; from weights (LibreYOLO's non-scratch build) D-FINE's stem is
   // frozen, and l and x (both families) freeze the backbone's BatchNorm layers.
   DetectionModel build(const std::string& size, int class_count, int, bool fine_tune) const override {
-    DfineModel net(DfineOptions{.size = size, .classes = class_count, .queries = kQueries, .scratch = !fine_tune, .deim = deim_});
+    DfineModel net(DfineOptions{.size = size, .classes = class_count, .queries = kQueries, .scratch = !fine_tune, .variant = variant_});
     DetectionModel model;
-    model.display_name = fmt::format("{}-{}", deim_ ? "DEIM" : "D-FINE", size);
+    model.display_name = fmt::format("{}-{}", display_family(), size);
     model.module = net.ptr();
     model.forward = [net](const at::Tensor& x) mutable {
       const DfineOutputs out = net->forward(x);
@@ -128,17 +137,28 @@ class DfineFamily final : public Family {
   }
   std::string fine_tune_form(const std::string& size) const override {
     const bool norms = dfine_config(size).frozen_norm;
-    if (deim_) return norms ? "the backbone's BatchNorm layers frozen" : "";
+    if (variant_ == DfineVariant::deim) return norms ? "the backbone's BatchNorm layers frozen" : "";
     return norms ? "the backbone's stem and BatchNorm layers frozen" : "the backbone's stem frozen";
   }
   bool written_in_fine_tune_form(const std::string& size, const std::map<std::string, at::Tensor>& tensors) const override {
     return dfine_config(size).frozen_norm && holds_frozen_backbone_norms(tensors);
   }
   std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "encoder.", "decoder."}; }
-  // DEIM's weights carry D-FINE's names: a file that does not say its family reads as D-FINE
+  // DEIM's weights carry D-FINE's names: a file that does not say its family reads as D-FINE, unless
+  // it holds RT-DETRv4's distillation projector (the registry asks RT-DETRv4 first)
   bool recognises_key(std::string_view name) const override {
-    return !deim_ && (name.starts_with("decoder.lqe_layers") || name.starts_with("decoder.decoder.lqe_layers"));
+    switch (variant_) {
+      case DfineVariant::dfine: return name.starts_with("decoder.lqe_layers") || name.starts_with("decoder.decoder.lqe_layers");
+      case DfineVariant::deim: return false;
+      case DfineVariant::rtdetrv4: return is_training_only_tensor(name);
+    }
+    return false;
   }
+  // RT-DETRv4's released checkpoints hold the projector its distillation trains (LibreYOLO drops it)
+  bool is_training_only_tensor(std::string_view name) const override {
+    return variant_ == DfineVariant::rtdetrv4 && name.starts_with("encoder.feature_projector.");
+  }
+  std::string_view training_only_branch() const override { return "the distillation projector (encoder.feature_projector.*)"; }
   at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
     return images.to(device, /*non_blocking=*/true).to(at::kFloat).div_(255.0);  // RGB, 0-1
   }
@@ -163,8 +183,8 @@ class DfineFamily final : public Family {
   // of the epochs
   std::optional<BatchScales> batch_scales(const std::string& size, int image_size) const override {
     static const std::map<std::string, int> dfine_repeat{{"n", 0}, {"s", 20}, {"m", 6}, {"l", 4}, {"x", 3}};
-    const int repeat = deim_ ? 3 : dfine_repeat.at(size);
-    BatchScales scales{.stop_ratio = deim_ ? 0.91 : 0.85};
+    const int repeat = deim_trainer_ ? 3 : dfine_repeat.at(size);
+    BatchScales scales;
     if (repeat == 0) return scales;
     const int low = static_cast<int>(image_size * 0.75 / 32) * 32, steps = (image_size - low) / 32;
     const int high = static_cast<int>(image_size * 1.25 / 32) * 32;
@@ -180,16 +200,17 @@ class DfineFamily final : public Family {
     return dfine_parameter_rules(config.get_real("backbone_lr_mult"));
   }
   std::vector<std::string> loss_names() const override {  // LibreYOLO's
-    return {deim_ ? "mal" : "vfl", "bbox", "giou", "fgl", "ddf"};
+    return {deim_trainer_ ? "mal" : "vfl", "bbox", "giou", "fgl", "ddf"};
   }
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override {
-    return std::make_unique<DfineLoss>(gains.classes, deim_, gains.global_normaliser);
+    return std::make_unique<DfineLoss>(gains.classes, deim_trainer_, gains.global_normaliser);
   }
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }
-  data::Recipe augment_recipe() const override { return data::Recipe::detr; }
+  // D-FINE's trainer loads the image resized to imgsz's long side, DEIM's at its own size
+  data::Recipe augment_recipe() const override { return deim_trainer_ ? data::Recipe::deim : data::Recipe::dfine; }
   PrecisionNote precision_note(bool amp, bool float16) const override {
-    const char* family = deim_ ? "DEIM" : "D-FINE";
+    const std::string_view family = display_family();
     if (!amp) {
       return {fmt::format("{} trains in float32 by default (amp=false, as the training-performance guide ships it): its "
                           "decoder clamps activations at 65504, the largest finite float16; amp=true amp_dtype=bfloat16 is the "
@@ -205,23 +226,37 @@ class DfineFamily final : public Family {
     return {};
   }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
-    return deim_ ? deim_option_defaults(size) : dfine_option_defaults(size);
+    switch (variant_) {
+      case DfineVariant::dfine: return dfine_option_defaults(size);
+      case DfineVariant::deim: return deim_option_defaults(size);
+      case DfineVariant::rtdetrv4: return rtdetrv4_option_defaults(size);
+    }
+    return {};
   }
 
  private:
+  std::string_view display_family() const {
+    return variant_ == DfineVariant::dfine ? "D-FINE" : variant_ == DfineVariant::deim ? "DEIM" : "RT-DETRv4";
+  }
   static constexpr int kQueries = 300;
-  bool deim_;
+  DfineVariant variant_;
+  bool deim_trainer_;  // DEIM's trainer: MAL, the image at its own size, three repeats of imgsz
 };
 
 }  // namespace
 
 const Family& dfine_family() {
-  static const DfineFamily instance(/*deim=*/false);
+  static const DfineFamily instance(DfineVariant::dfine);
   return instance;
 }
 
 const Family& deim_family() {
-  static const DfineFamily instance(/*deim=*/true);
+  static const DfineFamily instance(DfineVariant::deim);
+  return instance;
+}
+
+const Family& rtdetrv4_family() {
+  static const DfineFamily instance(DfineVariant::rtdetrv4);
   return instance;
 }
 

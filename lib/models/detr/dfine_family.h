@@ -15,6 +15,9 @@ namespace libreyolo::models::detr {
 const Family& dfine_family();
 // DEIM: D-FINE's network with SiLU heads, MAL in place of VFL, LibreYOLO's DEIM recipe.
 const Family& deim_family();
+// RT-DETRv4 (s, m, l, x): D-FINE's network with SiLU heads and D-FINE's freezing, DEIM's trainer
+// (MAL, DEIM's pipeline) at lr 5e-4, weight decay 1.25e-4, 58 epochs.
+const Family& rtdetrv4_family();
 
 // The outputs as the trainer carries a network's maps: a header [auxiliary levels, denoising
 // levels, denoising groups, images with denoising positives, input width, input height] (int64,

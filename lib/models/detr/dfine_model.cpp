@@ -45,7 +45,8 @@ DfineModelImpl::DfineModelImpl(const DfineOptions& options) : options_(options) 
   const DfineConfig config = dfine_config(options.size);
   HgnetOptions backbone{.arch = config.backbone, .layout = HgnetLayout::dfine, .learnable_affine = config.learnable_affine,
                         .returned = config.returned};
-  backbone.freeze_stem = !options.scratch && !options.deim;  // D-FINE's freeze_stem_only with freeze_at 0; DEIM's -1
+  // D-FINE's (and RT-DETRv4's) freeze_stem_only with freeze_at 0; DEIM's -1
+  backbone.freeze_stem = !options.scratch && options.variant != DfineVariant::deim;
   backbone.freeze_norm = !options.scratch && config.frozen_norm;
   backbone_ = register_module("backbone", HgnetV2(backbone));
   HybridEncoderOptions encoder;
@@ -66,7 +67,7 @@ DfineModelImpl::DfineModelImpl(const DfineOptions& options) : options_(options) 
   decoder.points = config.points;
   decoder.reg_scale = config.reg_scale;
   decoder.strides = config.strides;
-  if (options.deim) decoder.activation = decoder.mlp_activation = Activation::silu;
+  if (options.variant != DfineVariant::dfine) decoder.activation = decoder.mlp_activation = Activation::silu;
   decoder_ = register_module("decoder", DfineDecoder(decoder));
 }
 

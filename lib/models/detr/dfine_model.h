@@ -1,9 +1,9 @@
 // D-FINE as LibreYOLO builds it: HGNetv2 ("backbone", D-FINE's layout), the hybrid encoder with
 // RepNCSPELAN4 fusion ("encoder") and the FDR decoder ("decoder"), per size n, s, m, l and x (n: two
 // levels at strides 16 and 32). Trained from scratch nothing is frozen; from weights, as LibreYOLO
-// does, the stem is frozen and l and x freeze their backbone norms. DEIM (`deim`) is the same
-// network, sizes and weight names with SiLU in the decoder's feed-forward and heads, and from
-// weights only l and x's norms frozen.
+// does, the stem is frozen and l and x freeze their backbone norms. DEIM is the same network, sizes
+// and weight names with SiLU in the decoder's feed-forward and heads, and from weights only l and
+// x's norms frozen; RT-DETRv4 is D-FINE's with SiLU heads (sizes s to x).
 #pragma once
 
 #include "models/detr/denoising.h"
@@ -37,12 +37,16 @@ const std::vector<std::string>& dfine_sizes();
 // Throws ModelError for a size not in dfine_sizes().
 DfineConfig dfine_config(const std::string& size);
 
+// Which network of the three: DEIM and RT-DETRv4 put SiLU in the decoder's feed-forward and heads;
+// DEIM freezes no stem when trained from weights.
+enum class DfineVariant { dfine, deim, rtdetrv4 };
+
 struct DfineOptions {
   std::string size = "n";
   int classes = 80;
   int queries = 300;
   bool scratch = true;  // false: the stem frozen (D-FINE), and the backbone norms where the size freezes them
-  bool deim = false;    // DEIM's network
+  DfineVariant variant = DfineVariant::dfine;
 };
 
 class DfineModelImpl : public torch::nn::Module {

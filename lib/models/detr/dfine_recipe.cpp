@@ -18,6 +18,7 @@ std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size
       {"warmup_lr_start", "0.000001"},
       {"min_lr_ratio", "0.05"},
       {"no_aug_epochs", "4"},
+      {"aug_stop_epoch_ratio", "0.85"},
       {"clip_max_norm", "0.1"},
       {"ema_decay", "0.9999"},
       {"amp", "false"},
@@ -37,7 +38,8 @@ std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size
 std::vector<config::OptionDefault> deim_option_defaults(const std::string& size) {
   // D-FINE's, with what DEIMConfig changes (its backbone at the schedule's rate: the table's 1.0)
   static const std::map<std::string_view, std::string_view> changes{
-      {"lr0", "0.0001"}, {"no_aug_epochs", "12"}, {"degrees", "10.0"}, {"translate", "0.1"}, {"name", "deim_exp"}};
+      {"lr0", "0.0001"},     {"no_aug_epochs", "12"}, {"aug_stop_epoch_ratio", "0.91"},
+      {"degrees", "10.0"},   {"translate", "0.1"},    {"name", "deim_exp"}};
   std::vector<config::OptionDefault> defaults;
   for (const auto& item : dfine_option_defaults(size)) {
     if (item.key == "backbone_lr_mult") continue;
@@ -45,6 +47,17 @@ std::vector<config::OptionDefault> deim_option_defaults(const std::string& size)
     defaults.push_back(changed == changes.end() ? item : config::OptionDefault{item.key, changed->second});
   }
   defaults.push_back({"mosaic_scale", "(0.5,1.5)"});
+  return defaults;
+}
+
+std::vector<config::OptionDefault> rtdetrv4_option_defaults(const std::string& size) {
+  static const std::map<std::string_view, std::string_view> changes{
+      {"lr0", "0.0005"}, {"weight_decay", "0.000125"}, {"epochs", "58"}, {"name", "rtdetrv4_exp"}};
+  std::vector<config::OptionDefault> defaults;
+  for (const auto& item : deim_option_defaults(size)) {
+    const auto changed = changes.find(item.key);
+    defaults.push_back(changed == changes.end() ? item : config::OptionDefault{item.key, changed->second});
+  }
   return defaults;
 }
 

@@ -52,6 +52,7 @@ class Yolo9Family final : public Family {
     return tower == tensors.end() ? 0 : static_cast<int>(tower->second.size(0));
   }
   bool is_training_only_tensor(std::string_view name) const override { return yolo9::is_aux_tensor(name); }
+  std::string_view training_only_branch() const override { return "the PGI auxiliary branch (aux.*, aux_head.*)"; }
   std::vector<std::string> freeze_groups(bool with_aux) const override {  // LibreYOLO's YOLOv9 trainer's groups
     std::vector<std::string> groups;
     for (const char* m : {"conv0", "conv1", "elan1", "down2", "elan2", "down3", "elan3", "down4", "elan4", "spp"}) {

@@ -3,6 +3,7 @@
 #include "data/augment/color.h"
 #include "data/augment/geometry.h"
 #include "data/augment/mosaic_mixup.h"
+#include "data/augment/ssd.h"
 
 #include <opencv2/imgproc.hpp>
 #include "catch.h"  // last: see catch.h
@@ -179,4 +180,92 @@ TEST_CASE("HSV jitter changes colour, not geometry, and is deterministic per see
   SampleRandom r3(5, 0, 0);
   hsv_additive(c, 5, 30, 30, r3);
   CHECK(c.size() == colourful.size());
+}
+
+TEST_CASE("zoom-out and IoU crop keep boxes on the pixels, within torchvision's ranges", "[augment][dfine]") {
+  const Sample source = painted({160, 120}, {{20, 15, 40, 30}, {100, 60, 35, 45}, {70, 10, 12, 12}});
+  int zoomed = 0, cropped = 0;
+  for (std::uint64_t seed = 0; seed < 60; ++seed) {
+    SampleRandom random(seed, 0, 0);
+    FramedSample framed = FramedSample::of(source);
+    zoom_out(framed, random, /*p=*/seed % 2 ? 1.0 : 0.0);
+    const cv::Size canvas = framed.window.size();
+    INFO("seed " << seed);
+    if (seed % 2) {  // r in [1, 4): the canvas int(w r) x int(h r)
+      ++zoomed;
+      CHECK(canvas.width >= 160);
+      CHECK(canvas.width < 640);
+      CHECK(std::abs(canvas.width / 160.0 - canvas.height / 120.0) < 0.02);
+      CHECK(framed.offset.x >= 0);
+      CHECK(framed.offset.x + 160 <= canvas.width);
+    } else {
+      CHECK(canvas == cv::Size(160, 120));
+    }
+    const std::size_t before = framed.boxes.size();
+    const bool crop = iou_crop(framed, random);
+    cropped += crop;
+    if (crop) {
+      const double sw = static_cast<double>(framed.window.width) / canvas.width, sh = static_cast<double>(framed.window.height) / canvas.height;
+      CHECK(sw >= 0.3 - 1e-9);
+      CHECK(sh >= 0.3 - 1e-9);
+      CHECK(framed.window.x >= 0);
+      CHECK(framed.window.x + framed.window.width <= canvas.width);
+      const double aspect = static_cast<double>(framed.window.width) / framed.window.height;
+      CHECK(aspect >= 0.5);
+      CHECK(aspect <= 2.0);
+      CHECK_FALSE(framed.boxes.empty());  // at least one centre inside
+      CHECK(framed.boxes.size() <= before);
+    } else {
+      CHECK(framed.boxes.size() == before);
+    }
+    Sample out = framed.paint();
+    sanitize_boxes(out.boxes, out.image.size());
+    REQUIRE(out.image.size() == framed.window.size());
+    // boxes clamped to the crop and tight on their (clipped) white; black where the canvas has no image
+    check_tight(out, 0.5f);
+    const cv::Rect placed = cv::Rect(framed.offset, cv::Size(160, 120)) - framed.window.tl();
+    const cv::Rect outside = cv::Rect(0, 0, out.image.cols, out.image.rows) & cv::Rect(placed.x + placed.width, 0, 1 << 20, 1 << 20);
+    if (!outside.empty()) CHECK(cv::countNonZero(out.image(outside).reshape(1)) == 0);
+  }
+  CHECK(zoomed == 30);
+  CHECK(cropped > 15);  // a bound of 1.0 (one option in seven) and p 0.8 of the pipeline: most crop
+  CHECK(cropped < 60);
+}
+
+TEST_CASE("sanitize drops boxes under a pixel and outside the canvas", "[augment][dfine]") {
+  std::vector<PixelBox> boxes{{0, 1, 1, 5, 5}, {1, 1, 1, 1.9f, 9}, {2, -1, 0, 5, 5}, {3, 1, 1, 11, 5}, {4, 0, 0, 10, 10},
+                              {5, 3, 3, 3, 3}};
+  sanitize_boxes(boxes, {10, 10});
+  REQUIRE(boxes.size() == 2);
+  CHECK(boxes[0].cls == 0);
+  CHECK(boxes[1].cls == 4);
+}
+
+TEST_CASE("the photometric distortion writes a new image and follows its draw", "[augment][dfine]") {
+  cv::Mat image(16, 16, CV_8UC3, cv::Scalar(40, 120, 200));
+  const cv::Mat before = image.clone();
+  PhotometricDraw none;
+  cv::Mat same = apply_photometric(image, none);
+  CHECK(same.data != image.data);
+  CHECK(cv::norm(same, image, cv::NORM_INF) == 0);
+  PhotometricDraw swap;
+  swap.permutation = std::array<int, 3>{2, 1, 0};
+  const cv::Mat swapped = apply_photometric(image, swap);
+  CHECK(swapped.at<cv::Vec3b>(3, 3) == cv::Vec3b(200, 120, 40));
+  PhotometricDraw bright;
+  bright.brightness = 1.1;
+  CHECK(apply_photometric(image, bright).at<cv::Vec3b>(0, 0) == cv::Vec3b(44, 132, 220));  // trunc(x * 1.1)
+  CHECK(cv::norm(image, before, cv::NORM_INF) == 0);  // never written to
+  // the draws: each op about half the time, deterministic per seed
+  int drawn = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    SampleRandom a(seed, 1, 2), b(seed, 1, 2);
+    const PhotometricDraw x = draw_photometric(a), y = draw_photometric(b);
+    CHECK(x.brightness == y.brightness);
+    drawn += x.hue.has_value();
+    if (x.hue) CHECK(std::abs(*x.hue) <= 0.05);
+    if (x.contrast) CHECK((*x.contrast >= 0.5 && *x.contrast <= 1.5));
+  }
+  CHECK(drawn > 70);
+  CHECK(drawn < 130);
 }

@@ -48,7 +48,7 @@ std::vector<Batch> run_epoch(Loader& loader, int epoch) {
 TEST_CASE("batches are identical whatever the number of workers", "[loader]") {
   const auto root = fresh_folder("loader");
   DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
-  for (const Recipe recipe : {Recipe::yolo9, Recipe::yolox, Recipe::detr}) {
+  for (const Recipe recipe : {Recipe::yolo9, Recipe::yolox, Recipe::detr, Recipe::dfine, Recipe::deim}) {
     const std::string_view family = recipe_name(recipe);
     AugmentConfig augment;
     augment.recipe = recipe;
@@ -127,6 +127,50 @@ TEST_CASE("the DETR pipeline stretches each image to the square, boxes on their 
   }
   CHECK(flipped > 0);
   CHECK(flipped < 36);
+  fs::remove_all(root);
+}
+
+TEST_CASE("D-FINE's and DEIM's pipeline: the strong stage on images with boxes while on, then flip and stretch", "[loader][dfine]") {
+  const auto root = fresh_folder("dfine_pipeline");
+  DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
+  for (const Recipe recipe : {Recipe::dfine, Recipe::deim}) {
+    INFO(recipe_name(recipe));
+    AugmentConfig augment;
+    augment.recipe = recipe;
+    augment.image_size = 96;
+    augment.flip_lr = 0;
+    TrainPipeline pipeline(dataset, augment, 11);
+    CHECK(pipeline.strong_stage() == "the photometric distortion, zoom-out and IoU crop");
+    const auto plain = [&](std::size_t i) {  // D-FINE starts from the long side at imgsz, DEIM from the image itself
+      const Sample loaded = recipe == Recipe::dfine ? dataset.load_resized(i) : dataset.load_original(i);
+      return stretch_to(loaded, cv::Size(96, 96), /*area_when_shrinking=*/true);
+    };
+    int changed = 0;
+    for (const bool strong : {true, false}) {
+      pipeline.set_mosaic_enabled(strong);
+      for (std::size_t i = 0; i < dataset.size(); ++i) {
+        const Sample expected = plain(i);
+        for (int epoch = 0; epoch < 3; ++epoch) {
+          const Sample out = pipeline.sample(i, epoch);
+          REQUIRE(out.image.size() == cv::Size(96, 96));
+          for (const auto& box : out.boxes) {
+            CHECK(box.width() > 1);
+            CHECK(box.height() > 1);
+            CHECK(box.x1 >= 0);
+            CHECK(box.y2 <= 96);
+          }
+          const bool same = cv::norm(out.image, expected.image, cv::NORM_INF) == 0 && out.boxes.size() == expected.boxes.size();
+          // off, and on an image without boxes (index 7), the weak stage alone: the plain stretch
+          if (!strong || expected.boxes.empty()) {
+            CHECK(same);
+          } else {
+            changed += !same;
+          }
+        }
+      }
+    }
+    CHECK(changed > 20);  // of 27 samples with boxes: all but the few whose every op was skipped
+  }
   fs::remove_all(root);
 }
 

@@ -381,10 +381,60 @@ TEST_CASE("D-FINE's and DEIM's multi_scale sizes are LibreYOLO's collate's", "[d
   expected.insert(expected.end(), 20, 640);
   for (const int size : {800, 768, 736, 704, 672}) expected.push_back(size);
   CHECK(s->sizes == expected);
-  CHECK(s->stop_ratio == 0.85);
   CHECK(dfine.batch_scales("n", 640)->sizes.empty());  // D-FINE-n never resizes
   const auto deim = libreyolo::models::family("deim").batch_scales("n", 640);
   CHECK(std::count(deim->sizes.begin(), deim->sizes.end(), 640) == 3);
-  CHECK(deim->stop_ratio == 0.91);
   CHECK_FALSE(libreyolo::models::family("rtdetr").batch_scales("r18", 640).has_value());  // Ultralytics' range
+  // they stop with the strong augmentations: at 85% (D-FINE) and 91% (DEIM, RT-DETRv4) of the epochs
+  const auto default_of = [](std::string_view family, std::string_view key) {
+    for (const auto& item : libreyolo::models::family(family).option_defaults("s")) {
+      if (item.key == key) return std::string(item.value);
+    }
+    return std::string("(none)");
+  };
+  CHECK(default_of("dfine", "aug_stop_epoch_ratio") == "0.85");
+  CHECK(default_of("deim", "aug_stop_epoch_ratio") == "0.91");
+  CHECK(default_of("rtdetrv4", "aug_stop_epoch_ratio") == "0.91");
+  CHECK(default_of("rtdetr", "aug_stop_epoch_ratio") == "(none)");  // the table's 1.0: until no_aug_epochs
+}
+
+TEST_CASE("RT-DETRv4: D-FINE's network with SiLU heads and D-FINE's freezing, DEIM's trainer, its own rates", "[detr][dfine]") {
+  const libreyolo::models::Family& v4 = libreyolo::models::family("rtdetrv4");
+  CHECK(v4.loss_names() == std::vector<std::string>{"mal", "bbox", "giou", "fgl", "ddf"});
+  CHECK(v4.augment_recipe() == libreyolo::data::Recipe::deim);
+  CHECK(v4.fine_tune_form("s") == "the backbone's stem frozen");
+  CHECK(v4.fine_tune_form("l") == "the backbone's stem and BatchNorm layers frozen");
+  std::map<std::string, std::string> defaults;
+  for (const auto& item : v4.option_defaults("s")) defaults[std::string(item.key)] = std::string(item.value);
+  CHECK(defaults["lr0"] == "0.0005");
+  CHECK(defaults["weight_decay"] == "0.000125");
+  CHECK(defaults["epochs"] == "58");
+  CHECK(defaults["no_aug_epochs"] == "12");
+  CHECK(defaults["amp"] == "false");
+  CHECK(defaults.count("backbone_lr_mult") == 0);  // DEIM's: the backbone at the schedule's rate
+  CHECK(v4.batch_scales("s", 640)->sizes.size() == 13);  // DEIM's collate: 640 three times
+  // its released checkpoints: recognised by the distillation projector, which is training-only
+  CHECK(v4.recognises_key("encoder.feature_projector.0.weight"));
+  CHECK(v4.is_training_only_tensor("encoder.feature_projector.0.weight"));
+  CHECK_FALSE(v4.is_training_only_tensor("encoder.input_proj.0.conv.weight"));
+  CHECK_FALSE(libreyolo::models::family("dfine").is_training_only_tensor("encoder.feature_projector.0.weight"));
+  // from weights: the stem frozen (DEIM's is not); SiLU heads: other outputs than D-FINE's from the same weights
+  const auto a = libreyolo::models::family("dfine").build("s", 3, 0, true);
+  const auto b = v4.build("s", 3, 0, true);
+  CHECK(b.display_name == "RT-DETRv4-s");
+  std::map<std::string, at::Tensor> weights;
+  for (const auto& item : a.module->named_parameters()) weights[item.key()] = item.value();
+  for (const auto& item : a.module->named_buffers()) weights[item.key()] = item.value();
+  libreyolo::models::load_state_dict(*b.module, weights);
+  int frozen = 0;
+  for (const auto& p : b.module->named_parameters()) frozen += !p.value().requires_grad();
+  CHECK(frozen > 0);
+  for (const auto& p : b.module->named_parameters()) {
+    if (!p.value().requires_grad()) CHECK(p.key().starts_with("backbone.stem."));
+  }
+  a.module->eval();
+  b.module->eval();
+  at::NoGradGuard no_grad;
+  const at::Tensor input = at::rand({1, 3, 256, 256});
+  CHECK_FALSE(at::allclose(a.forward(input).at(0), b.forward(input).at(0)));
 }

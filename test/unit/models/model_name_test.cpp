@@ -42,6 +42,14 @@ TEST_CASE("RT-DETR's sizes are several letters long", "[model_name]") {
   CHECK(parse_model_name("dfine-n").family == "dfine");  // D-FINE's sizes
   CHECK(parse_model_name("LibreDFINEx.pt").size == "x");
   CHECK_THROWS_AS(parse_model_name("dfine-t"), ModelError);
+  // RT-DETRv4 (s, m, l, x) is not RT-DETR of a size "v4-s"
+  const auto v4 = parse_model_name("rtdetrv4-s");
+  CHECK(v4.family == "rtdetrv4");
+  CHECK(v4.size == "s");
+  CHECK(v4.weights_name() == "LibreRTDETRv4s.pt");
+  CHECK(parse_model_name("RTDETRv4-X").size == "x");
+  CHECK(parse_model_name("LibreRTDETRv4m.pt").family == "rtdetrv4");
+  CHECK_THROWS_AS(parse_model_name("rtdetrv4-n"), ModelError);
   CHECK(parse_model_name("LibreRTDETRr5.pt").family.empty());  // not a size: a checkpoint that does not say
   CHECK_THROWS_AS(parse_model_name("rtdetr-r"), ModelError);
   CHECK_THROWS_AS(parse_model_name("rtdetr-r18x"), ModelError);
