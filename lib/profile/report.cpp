@@ -12,7 +12,19 @@ namespace libreyolo::profile {
 namespace {
 
 double number(const nlohmann::ordered_json& j, const char* key, double fallback = 0) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+// A field of the wrong type reads as its fallback: a profile.json that passed check_profile may
+// still hold nulls or other types in fields the report shows.
+long long whole(const nlohmann::ordered_json& j, const char* key) { return static_cast<long long>(number(j, key)); }
+
+std::string text(const nlohmann::ordered_json& j, const char* key, const char* fallback = "") {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string(fallback);
+}
+
+bool flag(const nlohmann::ordered_json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
 }
 
 std::string text_of(const nlohmann::ordered_json& value) {
@@ -37,14 +49,14 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
     line(title);
     for (std::size_t i = 0; i < rows.size() && i < 6; ++i) {
       line(fmt::format("    {:5.1f}%  {:7.3f} ms  x{:<4} {}", number(rows[i], pct_key), number(rows[i], "ms_per_step"),
-                       rows[i].value("count_per_step", 0), rows[i].value(name_key, "")));
+                       whole(rows[i], "count_per_step"), text(rows[i], name_key)));
     }
   };
   const std::string rule(64, '=');
   const auto& config = p.value("config", nlohmann::ordered_json::object());
-  const bool gpu = p.value("device_kind", "cpu") == "cuda";
+  const bool gpu = text(p, "device_kind", "cpu") == "cuda";
   line(rule);
-  line(fmt::format("  LibreYOLO training profile — {}", p.value("model", std::string("?"))));
+  line(fmt::format("  LibreYOLO training profile — {}", text(p, "model", "?")));
   const std::string processes = config.contains("world_size") ? fmt::format(" ({} processes)", text_of(config["world_size"])) : "";
   line(fmt::format("  device={} batch={}{} imgsz={} amp={} workers={}", text_of(config.value("device", nlohmann::ordered_json())),
                    text_of(config.value("batch", nlohmann::ordered_json())), processes, text_of(config.value("imgsz", nlohmann::ordered_json())),
@@ -52,7 +64,7 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
   const double step = number(p, "step_ms"), dataload = number(p, "dataload_ms");
   line(fmt::format("  REAL step {:.1f} ms = dataload {:.1f} ms + compute {:.1f} ms  ->  {:.1f} img/s", step, dataload,
                    std::max(step - dataload, 0.0), number(p, "img_per_s")));
-  if (gpu && p["gpu_trace"].value("available", false)) {
+  if (gpu && flag(p["gpu_trace"], "available")) {
     line(fmt::format("  GPU util {:.0f}%  ({:.1f} ms GPU-busy / {:.1f} ms step)  |  {} kernels/step @ ~{:.0f}us",
                      100 * number(p, "gpu_util"), number(p, "gpu_busy_ms_per_step"), step,
                      static_cast<long long>(number(p, "kernels_per_step")), number(p, "mean_kernel_us")));
@@ -62,10 +74,10 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
     line(fmt::format("  GPU util not measured: {}", text_of(p["gpu_trace"].value("reason", nlohmann::ordered_json()))));
     line(fmt::format("  peak VRAM {:.0f} MB", number(p, "peak_vram_mb")));
   } else if (p.value("cpu_util", nlohmann::ordered_json()).is_number()) {
-    const bool synced = p.contains("window") && p["window"].value("ops_window", "") == "synced";
+    const bool synced = p.contains("window") && text(p["window"], "ops_window") == "synced";
     line(fmt::format("  CPU util {:.0f}%  ({:.1f} ms in operators / {:.1f} ms step{}, training thread)  |  {} ops/step",
                      100 * number(p, "cpu_util"), number(p, "cpu_busy_ms_per_step"), number(p, "cpu_window_step_ms", step),
-                     synced ? " in the synchronised half" : "", p["metrics"].value("ops_per_step", 0)));
+                     synced ? " in the synchronised half" : "", whole(p["metrics"], "ops_per_step")));
   }
   if (gpu && p.value("host_syncs_per_step", nlohmann::ordered_json()).is_number()) {
     std::string ops;
@@ -78,24 +90,24 @@ std::string format_report(const nlohmann::ordered_json& p, const std::string& ti
   }
   if (p.contains("distributed") && p["distributed"].is_object()) {
     const auto& d = p["distributed"];
-    if (d["slowest_rank"].is_object()) {
+    if (d.contains("slowest_rank") && d["slowest_rank"].is_object() && d.contains("fastest_rank")) {
       line(fmt::format("  {} ranks: slowest rank {} ({:.1f} ms/step), fastest rank {} ({:.1f} ms/step), spread {:.1f}%",
-                       d.value("world_size", 0), d["slowest_rank"].value("rank", 0), number(d["slowest_rank"], "step_ms"),
-                       d["fastest_rank"].value("rank", 0), number(d["fastest_rank"], "step_ms"), number(d, "rank_spread_pct")));
+                       whole(d, "world_size"), whole(d["slowest_rank"], "rank"), number(d["slowest_rank"], "step_ms"),
+                       whole(d["fastest_rank"], "rank"), number(d["fastest_rank"], "step_ms"), number(d, "rank_spread_pct")));
     }
-    if (d["collective_ms_per_step"].is_number()) {
+    if (d.contains("collective_ms_per_step") && d["collective_ms_per_step"].is_number()) {
       line(fmt::format("  collectives in flight {:.1f} ms/step ({:.0f}% of the step; {})", number(d, "collective_ms_per_step"),
-                       100 * number(d, "collective_frac"), d.value("collectives_from", "")));
+                       100 * number(d, "collective_frac"), text(d, "collectives_from")));
     } else {
-      line(fmt::format("  collectives: {}", d.value("collectives_from", "not measured")));
+      line(fmt::format("  collectives: {}", text(d, "collectives_from", "not measured")));
     }
   }
-  line(fmt::format("  >> VERDICT: {} — {}.", verdict_label(p.value("bound", "")), p.value("bound_why", "")));
-  line(fmt::format("     Levers: {}.", p.value("levers", "")));
+  line(fmt::format("  >> VERDICT: {} — {}.", verdict_label(text(p, "bound")), text(p, "bound_why")));
+  line(fmt::format("     Levers: {}.", text(p, "levers")));
   if (gpu && !p["categories"].empty()) {
     line("  GPU kernel mix:");
     for (const auto& c : p["categories"]) {
-      line(fmt::format("    {:<18} {} {:5.1f}%  {:.2f} ms/step", c.value("name", ""), bar(number(c, "pct")), number(c, "pct"),
+      line(fmt::format("    {:<18} {} {:5.1f}%  {:.2f} ms/step", text(c, "name"), bar(number(c, "pct")), number(c, "pct"),
                        number(c, "ms_per_step")));
     }
     top_rows("  top kernels (per step):", p["top_kernels"], "pct_of_gpu", "kernel");
