@@ -201,6 +201,7 @@ std::string_view TrainPipeline::strong_stage() const {
   switch (augment_.recipe) {
     case Recipe::dfine:
     case Recipe::deim: return "the photometric distortion, zoom-out and IoU crop";
+    case Recipe::detr: return {};  // RT-DETR's pipeline has no strong stage
     default: return "mosaic and mixup";
   }
 }

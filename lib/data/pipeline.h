@@ -50,7 +50,7 @@ class TrainPipeline {
   void set_mosaic_enabled(bool enabled) { mosaic_enabled_ = enabled; }
   bool mosaic_enabled() const { return mosaic_enabled_; }
   const AugmentConfig& config() const { return augment_; }
-  // What the switch turns off, for the log: "mosaic and mixup", ...
+  // What the switch turns off, for the log: "mosaic and mixup", ...; empty: nothing (RT-DETR's).
   std::string_view strong_stage() const;
 
   // A square image_size x image_size sample with pixel boxes. Mosaic and mixup partners are

@@ -390,7 +390,7 @@ void Trainer::begin_epoch() {
   pipeline.set_mosaic_enabled(!close_mosaic);
   if (close_mosaic) {
     const std::string loss_change = t_.net.loss->close_augmentation();
-    if (epoch == stop) {
+    if (epoch == stop && !pipeline.strong_stage().empty()) {
       log::info("Closing {} for the last {} epochs{}", pipeline.strong_stage(), state_.epochs - stop,
                 loss_change.empty() ? "" : fmt::format(" ({})", loss_change));
     }

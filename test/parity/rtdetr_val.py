@@ -27,6 +27,7 @@ try:
     import yaml
     from libreyolo import LibreYOLO
     from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
+    from libreyolo.models.deim.nn import LibreDEIMModel
     from libreyolo.models.dfine.nn import LibreDFINEModel
     from libreyolo.models.rtdetr.nn import RTDETRModel
     from libreyolo.utils.serialization import wrap_libreyolo_checkpoint
@@ -43,6 +44,10 @@ IMGSZ, CLASSES = 640, 80  # coco8's own size: JPEG decoding then resizes nothing
 def build(family, size):
     if family == "dfine":
         return LibreDFINEModel(size, nb_classes=CLASSES, train_from_scratch=True)
+    if family == "deim":
+        return LibreDEIMModel(size, nb_classes=CLASSES, train_from_scratch=True)
+    if family == "rtdetrv4":  # LibreRTDETRv4._init_model: D-FINE's network with SiLU
+        return LibreDFINEModel(size, nb_classes=CLASSES, activation="silu", train_from_scratch=True)
     cfg = RTDETR_CONFIGS[size]
     return RTDETRModel(num_classes=CLASSES, backbone_depth=cfg["backbone_depth"], backbone_freeze_at=-1,
                        backbone_freeze_norm=False, backbone_pretrained=False, hidden_dim=cfg["encoder_hidden_dim"],

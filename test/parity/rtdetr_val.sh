@@ -1,4 +1,5 @@
-# DETR validation against libreyolo 1.6.0 (rtdetr_val.py), for RT-DETR-r18 and D-FINE-n: a
+# DETR validation against libreyolo 1.6.0 (rtdetr_val.py), for RT-DETR-r18, D-FINE-n, DEIM-n and
+# RT-DETRv4-s: a
 # LibreYOLO checkpoint loads here, and `libreyolo val` on coco8's val images, labelled by the model's
 # own jittered detections, gives LibreYOLO's detections and mAP; a checkpoint our training writes
 # loads in LibreYOLO and validates to our detections. Skips (77) without the test venv or coco8.
@@ -35,4 +36,6 @@ both_ways() {
 
 both_ways rtdetr r18 128
 both_ways dfine n 320
+both_ways deim n 320
+both_ways rtdetrv4 s 256
 finish
