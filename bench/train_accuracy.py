@@ -10,7 +10,9 @@ The data is the main job's synthetic dataset (`libreyolo data synth synth_size=1
 60 val images). Each best.pt is validated by our `libreyolo val` (conf 0.001, iou 0.65, save_json)
 and its predictions.json is scored again by pycocotools against ground truth built here from the
 label files, so the mAP columns do not depend on either implementation's evaluator. The
-reference's own reported best mAP is printed too, for the record. YOLO models take the main job's
+reference's own reported best mAP is printed too, for the record. DETRs: the family's recipe keys
+(optimizer, rates, schedule, EMA, clipping, augmentation stop) are passed to both CLIs explicitly,
+libreyolo 1.6.0's CLI putting its generic defaults in their place otherwise. YOLO models take the main job's
 warmup_epochs=1 and no_aug_epochs=15 unless told; the DETRs their family's defaults (D-FINE and DEIM
 select 300 queries: imgsz 256 or more).
 """
@@ -42,11 +44,35 @@ def run(command, cwd):
     return seconds, result.stdout
 
 
+# The keys of a DETR family's recipe that both CLIs take. libreyolo 1.6.0's CLI fills its own
+# table's defaults (SGD 0.01, yoloxwarmcos, warm-up 5, no-aug 15, EMA 0.9998) over D-FINE's and
+# DEIM's (its Python API keeps them), so the family's values are passed to both, explicitly.
+RECIPE_KEYS = ("optimizer", "lr0", "momentum", "weight_decay", "scheduler", "warmup_epochs", "warmup_lr_start",
+               "min_lr_ratio", "no_aug_epochs", "ema_decay", "backbone_lr_mult", "clip_max_norm", "aug_stop_epoch_ratio",
+               "multi_scale")
+
+
+def family_recipe(model):
+    """Our `libreyolo cfg` values that come from the model's family, for RECIPE_KEYS."""
+    _, text = run([OURS, "cfg", f"model={model}"], ROOT)
+    values = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == "family" and parts[0] in RECIPE_KEYS:
+            values[parts[0]] = parts[1][:-2] if parts[1].endswith(".0") and parts[1][:-2].isdigit() else parts[1]
+    return values
+
+
 def recipe(args, seed):
     yolo = args.model.startswith(("yolo", "yolox"))
+    family = {} if yolo else family_recipe(args.model)
     warmup = args.warmup_epochs if args.warmup_epochs is not None else (1 if yolo else None)
     no_aug = args.no_aug_epochs if args.no_aug_epochs is not None else (15 if yolo else None)
-    return [f"imgsz={args.imgsz}", f"batch={args.batch}", f"epochs={args.epochs}",
+    if warmup is not None:
+        family.pop("warmup_epochs", None)
+    if no_aug is not None:
+        family.pop("no_aug_epochs", None)
+    return [*(f"{key}={value}" for key, value in family.items()), f"imgsz={args.imgsz}", f"batch={args.batch}", f"epochs={args.epochs}",
             *([f"warmup_epochs={warmup}"] if warmup is not None else []),
             *([f"no_aug_epochs={no_aug}"] if no_aug is not None else []),
             f"eval_interval={args.eval_interval}", "workers=2", f"seed={seed}", "device=cpu", "amp=false", "exist_ok=true"]
@@ -104,6 +130,7 @@ def main():
     parser.add_argument("--imgsz", type=int, default=192)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--skip-reference", action="store_true")
+    parser.add_argument("--skip-ours", action="store_true", help="train the reference only (for seeds ours already ran)")
     parser.add_argument("--work", help="keep the runs here instead of a temporary folder")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
@@ -115,14 +142,18 @@ def main():
         results = {"ours": [], "reference": []}
         for seed in seeds:
             name = f"ours_s{seed}"
-            seconds, _ = run([OURS, "train", f"model={args.model}", f"data={dataset / 'data.yaml'}", *recipe(args, seed),
+            if args.skip_ours:
+                seconds = None
+            else:
+                seconds, _ = run([OURS, "train", f"model={args.model}", f"data={dataset / 'data.yaml'}", *recipe(args, seed),
                               "project=runs", f"name={name}", "quiet=true"], work)
-            trained = list(csv.DictReader(open(work / "runs" / name / "results.csv")))
-            row = {"impl": "ours", "model": args.model, "seed": seed, "wall_s": seconds, "epochs": len(trained),
-                   "train_s": float(trained[-1]["time"]),
-                   **score(work / "runs" / name / "weights/best.pt", dataset, work, name, args.imgsz)}
-            results["ours"].append(row)
-            print(json.dumps(row), flush=True)
+            if seconds is not None:
+                trained = list(csv.DictReader(open(work / "runs" / name / "results.csv")))
+                row = {"impl": "ours", "model": args.model, "seed": seed, "wall_s": seconds, "epochs": len(trained),
+                       "train_s": float(trained[-1]["time"]),
+                       **score(work / "runs" / name / "weights/best.pt", dataset, work, name, args.imgsz)}
+                results["ours"].append(row)
+                print(json.dumps(row), flush=True)
             if args.skip_reference or not REFERENCE.exists():
                 continue
             name = f"ref_s{seed}"
@@ -147,7 +178,7 @@ def main():
             summary[impl] = {"wall_s": statistics.median(r["wall_s"] for r in rows),
                              "mAP50_95": spread([r["pycocotools_mAP50_95"] for r in rows]),
                              "mAP50": spread([r["pycocotools_mAP50"] for r in rows])}
-        if results["reference"]:
+        if results["reference"] and results["ours"]:
             summary["speedup"] = summary["reference"]["wall_s"] / summary["ours"]["wall_s"]
         print(json.dumps({"summary": summary}), flush=True)
     return 0

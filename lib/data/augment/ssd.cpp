@@ -157,7 +157,7 @@ void zoom_out(FramedSample& framed, SampleRandom& random, double p) {
   const int canvas_width = static_cast<int>(width * ratio), canvas_height = static_cast<int>(height * ratio);
   const double u0 = random.uniform(0.0, 1.0), u1 = random.uniform(0.0, 1.0);
   const int left = static_cast<int>((canvas_width - width) * u0), top = static_cast<int>((canvas_height - height) * u1);
-  // the window so far becomes the new canvas's part at (left, top)
+  // the image (the whole window: zoom-out comes before any crop) moves to (left, top) of the new canvas
   framed.offset = framed.offset - framed.window.tl() + cv::Point(left, top);
   framed.window = cv::Rect(0, 0, canvas_width, canvas_height);
   for (auto& box : framed.boxes) {

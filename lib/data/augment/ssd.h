@@ -49,7 +49,7 @@ struct FramedSample {
 };
 
 // RandomZoomOut(fill=0, side_range=(1, 4)), applied with probability `p`: the canvas is
-// int(w r) x int(h r), r ~ U(1, 4), the image at int((cw - w) u0), int((ch - h) u1).
+// int(w r) x int(h r), r ~ U(1, 4), the image at int((cw - w) u0), int((ch - h) u1). Before any crop.
 void zoom_out(FramedSample& framed, SampleRandom& random, double p = 0.5);
 
 // RandomIoUCrop with the default options: an overlap bound drawn from {0, .1, .3, .5, .7, .9, 1}
