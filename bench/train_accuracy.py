@@ -46,10 +46,11 @@ def run(command, cwd):
 
 # The keys of a DETR family's recipe that both CLIs take. libreyolo 1.6.0's CLI fills its own
 # table's defaults (SGD 0.01, yoloxwarmcos, warm-up 5, no-aug 15, EMA 0.9998) over D-FINE's and
-# DEIM's (its Python API keeps them), so the family's values are passed to both, explicitly.
+# DEIM's (its Python API keeps them), so the family's values are passed to both, explicitly. The
+# family keys its CLI has no option for (backbone_lr_mult, clip_max_norm, aug_stop_epoch_ratio,
+# multi_scale) it keeps from the family's config, as its train_config.yaml shows.
 RECIPE_KEYS = ("optimizer", "lr0", "momentum", "weight_decay", "scheduler", "warmup_epochs", "warmup_lr_start",
-               "min_lr_ratio", "no_aug_epochs", "ema_decay", "backbone_lr_mult", "clip_max_norm", "aug_stop_epoch_ratio",
-               "multi_scale")
+               "min_lr_ratio", "no_aug_epochs", "ema_decay")
 
 
 def family_recipe(model):
