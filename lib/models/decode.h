@@ -20,4 +20,9 @@ Decoded decode_yolo9(const std::vector<at::Tensor>& maps, int reg_max, const std
 // = (raw + cell index) x stride, size = exp(raw) x stride, class score = objectness x class.
 Decoded decode_yolox(const std::vector<at::Tensor>& maps, const std::vector<int>& strides);
 
+// YOLOv5: per level [B, anchors x (5 + nc), H, W] raw maps, then the anchors [levels, anchors, 2]
+// in grid units; centre = (2 sig - 0.5 + cell) x stride, size = (2 sig)^2 x anchor x stride, class
+// score = objectness x class, boxes in the order (level, anchor, y, x).
+Decoded decode_yolov5(const std::vector<at::Tensor>& maps, const std::vector<int>& strides);
+
 }  // namespace libreyolo::models

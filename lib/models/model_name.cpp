@@ -20,9 +20,10 @@ struct Family {
   std::initializer_list<std::string_view> sizes;
 };
 
-const std::array<Family, 6> kFamilies{{
+const std::array<Family, 7> kFamilies{{
     {"yolo9", "LibreYOLO9", {"t", "s", "m", "c"}},
     {"yolox", "LibreYOLOX", {"n", "t", "s", "m", "l", "x"}},
+    {"yolov5", "LibreYOLOv5", {"n", "s", "m", "l", "x"}},
     {"rtdetrv4", "LibreRTDETRv4", {"s", "m", "l", "x"}},  // before rtdetr: names are matched by prefix
     {"rtdetr", "LibreRTDETR", {"r18", "r34", "r50", "r50m", "r101", "l", "x"}},
     {"dfine", "LibreDFINE", {"n", "s", "m", "l", "x"}},
@@ -95,14 +96,34 @@ ModelName parse_model_name(std::string_view name) {
     return result;
   }
 
-  // `yolo9-t`, `yolo9t`, `YOLOX-s`, `rtdetr-r18`: family, optional dash, size.
-  const std::string lowered = lower(name);
+  // `yolov5s.yaml`, as yolov5's --cfg and Ultralytics name a model to build from scratch: the named
+  // model (we build the architectures we name, not custom yaml files).
+  std::string lowered = lower(name);
+  if (lowered.ends_with(".yaml") || lowered.ends_with(".yml")) {
+    const std::string stem = lower(std::filesystem::path(name).stem().string());
+    for (const auto& family : kFamilies) {
+      if (!stem.starts_with(family.name)) continue;
+      std::string_view rest = std::string_view(stem).substr(family.name.size());
+      if (!rest.empty() && rest.front() == '-') rest.remove_prefix(1);
+      if (has_size(family, rest)) return ModelName{std::string(family.name), std::string(rest), false};
+    }
+    throw ModelError(fmt::format("model={}: a model yaml is read by its name only (yolov5s.yaml builds yolov5s from "
+                                 "scratch); custom architecture files are not supported: use one of {}",
+                                 name, known_names()));
+  }
+
+  // `yolo9-t`, `yolo9t`, `YOLOX-s`, `rtdetr-r18`, `yolov5s`: family, optional dash, size.
   for (const auto& family : kFamilies) {
     if (!lowered.starts_with(family.name)) continue;
     std::string_view rest = std::string_view(lowered).substr(family.name.size());
     if (!rest.empty() && rest.front() == '-') rest.remove_prefix(1);
     if (has_size(family, rest)) {
       return ModelName{std::string(family.name), std::string(rest), false};
+    }
+    if (family.name == "yolov5" && rest.ends_with('u') && has_size(family, rest.substr(0, rest.size() - 1))) {
+      throw ModelError(fmt::format("model={}: Ultralytics' YOLOv5u is an anchor-free model with YOLOv8's head, a different "
+                                   "network; we train the original anchor-based YOLOv5: yolov5{}",
+                                   name, rest.substr(0, rest.size() - 1)));
     }
     throw ModelError(fmt::format("model={}: unknown size for {}; sizes are {}", name, family.name,
                                  join_sizes(family.sizes, ", ")));

@@ -71,3 +71,27 @@ TEST_CASE("unknown names and sizes are model errors (exit 4)", "[model_name]") {
     CHECK(std::string(error.what()).find("yolo9-t/s/m/c") != std::string::npos);
   }
 }
+
+TEST_CASE("YOLOv5's names, as its guide writes them", "[model_name]") {
+  const auto s = parse_model_name("yolov5s");
+  CHECK(s.family == "yolov5");
+  CHECK(s.size == "s");
+  CHECK_FALSE(s.is_file);
+  CHECK(parse_model_name("YOLOv5-x").size == "x");
+  const auto yaml = parse_model_name("yolov5s.yaml");  // --cfg yolov5s.yaml: built from scratch
+  CHECK(yaml.family == "yolov5");
+  CHECK(yaml.size == "s");
+  CHECK_FALSE(yaml.is_file);
+  CHECK(parse_model_name("models/yolov5l.yaml").size == "l");
+  CHECK(parse_model_name("yolo9-t.yaml").family == "yolo9");
+  CHECK_THROWS_AS(parse_model_name("my_custom_net.yaml"), ModelError);
+  CHECK(parse_model_name("LibreYOLOv5m.pt").family == "yolov5");
+  try {
+    parse_model_name("yolov5su");
+    FAIL("yolov5su was taken");
+  } catch (const ModelError& error) {
+    CHECK(std::string(error.what()).find("anchor-free") != std::string::npos);
+    CHECK(std::string(error.what()).find("yolov5s") != std::string::npos);
+  }
+  CHECK_THROWS_AS(parse_model_name("yolov5t"), ModelError);
+}

@@ -23,6 +23,25 @@ TEST_CASE("GFLOPs are within 3 % of the published figures", "[registry]") {
   }
 }
 
+TEST_CASE("YOLOv5's sizes have yolov5 7.0's parameter counts and outputs", "[registry]") {
+  // yolov5{n,s,m,l,x}.yaml at nc 80, as its parse_model builds them
+  const std::vector<std::pair<std::string, std::int64_t>> counts = {
+      {"yolov5n", 1872157}, {"yolov5s", 7235389}, {"yolov5m", 21190557}, {"yolov5l", 46563709}, {"yolov5x", 86749405}};
+  for (const auto& [name, parameters] : counts) {
+    INFO(name);
+    CHECK(summarize(build_model(parse_model_name(name), 80), 64, 64).parameters == parameters);
+  }
+  DetectionModel model = build_model(parse_model_name("yolov5n"), 3);
+  model.module->eval();
+  const auto maps = model.forward(at::zeros({2, 3, 64, 96}));
+  REQUIRE(maps.size() == 4);  // three levels, then the anchors
+  CHECK(maps[0].sizes() == c10::IntArrayRef{2, 24, 8, 12});
+  CHECK(maps[2].sizes() == c10::IntArrayRef{2, 24, 2, 3});
+  CHECK(maps[3].sizes() == c10::IntArrayRef{3, 3, 2});
+  CHECK(maps[3][0][0][0].item<float>() == Approx(10.0 / 8));  // (10, 13) px at stride 8, in grid units
+  CHECK(maps[3][2][2][1].item<float>() == Approx(326.0 / 32));
+}
+
 TEST_CASE("FLOPs are counted once per convolution, with bias and BatchNorm as thop does", "[registry]") {
   // one 3x3 conv, 8 -> 16 channels, on 32x32: 2 * 16*32*32 * 8*9 FLOPs
   const auto weight = at::randn({16, 8, 3, 3});

@@ -1,0 +1,63 @@
+#include "models/yolov5/family.h"
+
+#include "core/error.h"
+#include "models/yolov5/model.h"
+#include "models/yolov5/recipe.h"
+#include "nn/gelan.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+namespace libreyolo::models::yolov5 {
+
+namespace {
+
+class Yolov5Family final : public Family {
+ public:
+  std::string_view name() const override { return "yolov5"; }
+  DetectionModel build(const std::string& size, int class_count, int, bool) const override {
+    yolov5::Model net(size, class_count);
+    DetectionModel model;
+    model.display_name = fmt::format("YOLOv5{}", size);
+    model.default_image_size = 640;
+    model.module = net.ptr();
+    model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
+    model.forward_raw = model.forward;  // the same maps in both modes: the decoder applies the sigmoid
+    model.fuse = [net]() mutable { nn::fuse_for_inference(*net); };
+    return model;
+  }
+  // yolov5's freeze=N: the first N of its 25 layers.
+  std::vector<std::string> freeze_groups(bool) const override {
+    std::vector<std::string> groups;
+    for (int i = 0; i < 25; ++i) groups.push_back(fmt::format("model.{}.", i));
+    return groups;
+  }
+  bool recognises_key(std::string_view name) const override { return name == "model.24.anchors"; }
+  at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
+    return images.to(device, /*non_blocking=*/true).to(at::kFloat).div_(255.0);  // RGB, 0-1
+  }
+  Decoded decode(const std::vector<at::Tensor>& maps) const override {
+    std::vector<at::Tensor> floats;
+    for (const auto& map : maps) floats.push_back(map.to(at::kFloat));
+    return decode_yolov5(floats, {kStrides.begin(), kStrides.end()});
+  }
+  std::vector<std::string> loss_names() const override { return {"box_loss", "obj_loss", "cls_loss"}; }
+  std::unique_ptr<TrainingLoss> make_loss(const LossGains&) const override {
+    throw ModelError("YOLOv5 trains once its loss lands (issue 31, in progress); val, predict and info work with its weights");
+  }
+  bool channels_last_on_cpu() const override { return false; }
+  bool warms_up_momentum() const override { return true; }
+  data::Recipe augment_recipe() const override { return data::Recipe::yolo9; }
+  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
+    return yolov5::option_defaults(size);
+  }
+};
+
+}  // namespace
+
+const Family& family() {
+  static const Yolov5Family instance;
+  return instance;
+}
+
+}  // namespace libreyolo::models::yolov5
