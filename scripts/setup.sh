@@ -58,6 +58,13 @@ PY
     "$venv/bin/python3" -m pip install -q --upgrade pip
     "$venv/bin/python3" -m pip install -q "${python_packages[@]}"
   fi
+  # The original YOLOv5 (PyPI's yolov5 7.0.14), the oracle of its family: without its requirements,
+  # which would move torch, plus the two modules its import chain needs that the venv lacks.
+  if ! "$venv/bin/python3" -c 'import sys, importlib.metadata as m; sys.exit(m.version("yolov5") != "7.0.14")' 2>/dev/null; then
+    log "installing into $venv: yolov5==7.0.14 (--no-deps), pandas, seaborn"
+    "$venv/bin/python3" -m pip install -q pandas==3.1.1 seaborn==0.13.2
+    "$venv/bin/python3" -m pip install -q --no-deps yolov5==7.0.14
+  fi
 fi
 
 # ccache: release builds carry no debug paths and Meson passes sources relative to the build

@@ -7,7 +7,7 @@ command -v "$python" >/dev/null 2>&1 || { echo "skipped: no python at $python"; 
 work=$(mktemp -d "${TMPDIR:-/tmp}/libreyolo_oracle.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/shadow"
-for module in torch numpy ultralytics pycocotools libreyolo safetensors; do
+for module in torch numpy ultralytics pycocotools libreyolo safetensors yolov5; do
   echo "raise ImportError('$module is shadowed by oracle_missing.sh')" > "$work/shadow/$module.py"
 done
 failed=0
