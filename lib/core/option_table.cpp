@@ -241,9 +241,13 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
 
     // --- loss
     {.name = "box", .type = T::real, .default_value = "7.5", .group = "loss",
-     .help = "box (CIoU) loss gain (YOLOv9)", .minimum = 0, .maximum = 1000, .support = S::honoured},
+     .help = "box (CIoU) loss gain (YOLOv9; YOLOv5's hyp box, scaled by 3 / levels)", .minimum = 0, .maximum = 1000, .support = S::honoured},
     {.name = "cls", .type = T::real, .default_value = "0.5", .group = "loss",
-     .help = "classification (BCE) loss gain (YOLOv9)", .minimum = 0, .maximum = 1000, .support = S::honoured},
+     .help = "classification (BCE) loss gain (YOLOv9; YOLOv5's hyp cls, scaled by classes / 80)", .minimum = 0, .maximum = 1000, .support = S::honoured},
+    {.name = "obj", .type = T::real, .default_value = "1.0", .group = "loss",
+     .help = "YOLOv5: objectness (BCE) loss gain, scaled by (imgsz / 640)^2 as its train.py does", .minimum = 0, .maximum = 1000, .support = S::honoured},
+    {.name = "anchor_t", .type = T::real, .default_value = "4.0", .group = "loss",
+     .help = "YOLOv5: a box matches an anchor while neither side is more than anchor_t times the anchor's or less than 1/anchor_t (also AutoAnchor's threshold)", .minimum = 1, .maximum = 100, .support = S::honoured},
     {.name = "dfl", .type = T::real, .default_value = "1.5", .group = "loss",
      .help = "distribution focal loss gain (YOLOv9)", .minimum = 0, .maximum = 1000, .support = S::honoured},
     {.name = "aux_weight", .type = T::real, .default_value = "0.25", .group = "loss",

@@ -295,7 +295,9 @@ void set_up_model(Training& t) {
     };
   }
   t.net.loss = t.net.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl"),
-                                .classes = t.inputs.class_count, .global_normaliser = global_normaliser});
+                                        .obj = config.get_real("obj"), .anchor_t = config.get_real("anchor_t"),
+                                        .image_size = static_cast<int>(config.get_int("imgsz")),
+                                        .classes = t.inputs.class_count, .global_normaliser = global_normaliser});
 }
 
 void set_up_optimizer(Training& t, const TrainState& state) {

@@ -1,6 +1,7 @@
 #include "models/yolov5/family.h"
 
 #include "core/error.h"
+#include "models/yolov5/loss.h"
 #include "models/yolov5/model.h"
 #include "models/yolov5/recipe.h"
 #include "nn/gelan.h"
@@ -11,6 +12,18 @@
 namespace libreyolo::models::yolov5 {
 
 namespace {
+
+class Yolov5Loss final : public TrainingLoss {
+ public:
+  explicit Yolov5Loss(const LossOptions& options) : options_(options) {}
+  LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
+    return yolov5::loss(maps, targets, options_);
+  }
+  std::string capture_obstacle() const override { return "its anchor matching has data-dependent shapes"; }
+
+ private:
+  LossOptions options_;
+};
 
 class Yolov5Family final : public Family {
  public:
@@ -42,8 +55,10 @@ class Yolov5Family final : public Family {
     return decode_yolov5(floats, {kStrides.begin(), kStrides.end()});
   }
   std::vector<std::string> loss_names() const override { return {"box_loss", "obj_loss", "cls_loss"}; }
-  std::unique_ptr<TrainingLoss> make_loss(const LossGains&) const override {
-    throw ModelError("YOLOv5 trains once its loss lands (issue 31, in progress); val, predict and info work with its weights");
+  std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override {
+    LossOptions options = scaled_gains(gains.box, gains.obj, gains.cls, static_cast<int>(gains.classes), gains.image_size);
+    options.anchor_t = gains.anchor_t;
+    return std::make_unique<Yolov5Loss>(options);
   }
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return true; }

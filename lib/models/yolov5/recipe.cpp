@@ -16,6 +16,8 @@ std::vector<config::OptionDefault> option_defaults(const std::string& size) {
       {"mosaic_scale", "(0.5,1.5)"},  // scale 0.5
       {"mixup", "0.0"},
       {"ema_decay", "0.9999"},
+      {"box", "0.05"},
+      {"cls", "0.5"},
       {"name", "exp"},
   };
 }
