@@ -246,6 +246,8 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
      .help = "classification (BCE) loss gain (YOLOv9; YOLOv5's hyp cls, scaled by classes / 80)", .minimum = 0, .maximum = 1000, .support = S::honoured},
     {.name = "obj", .type = T::real, .default_value = "1.0", .group = "loss",
      .help = "YOLOv5: objectness (BCE) loss gain, scaled by (imgsz / 640)^2 as its train.py does", .minimum = 0, .maximum = 1000, .support = S::honoured},
+    {.name = "autoanchor", .type = T::boolean, .default_value = "true", .group = "loss",
+     .help = "YOLOv5: before training, measure the anchors' best possible recall on the training labels and, at 0.98 or less, evolve new ones (k-means, then a genetic search) and keep them if they fit better (yolov5's --noautoanchor is autoanchor=false)", .support = S::honoured},
     {.name = "anchor_t", .type = T::real, .default_value = "4.0", .group = "loss",
      .help = "YOLOv5: a box matches an anchor while neither side is more than anchor_t times the anchor's or less than 1/anchor_t (also AutoAnchor's threshold)", .minimum = 1, .maximum = 100, .support = S::honoured},
     {.name = "dfl", .type = T::real, .default_value = "1.5", .group = "loss",

@@ -25,6 +25,10 @@
 #include <string_view>
 #include <vector>
 
+namespace libreyolo::data {
+class DetectionDataset;
+}
+
 namespace libreyolo::models {
 
 // The user-set loss gains; a family reads the ones it has.
@@ -155,6 +159,13 @@ class Family {
   };
   virtual PrecisionNote precision_note(bool amp, bool float16) const {
     (void)amp, (void)float16;
+    return {};
+  }
+  // Before training (not on resume): fit what the network learns with to the training labels
+  // (YOLOv5's AutoAnchor), in place. Returns the line for the log; empty where there is nothing to fit.
+  virtual std::string fit_to_labels(torch::nn::Module& model, const data::DetectionDataset& dataset, int image_size,
+                                    const config::Config& config) const {
+    (void)model, (void)dataset, (void)image_size, (void)config;
     return {};
   }
   // The option defaults of the family's recipe for `size` (where they differ from the table's).

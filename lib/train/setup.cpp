@@ -254,6 +254,10 @@ void set_up_model(Training& t) {
     models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(train_weights.begin(), train_weights.end()), true);
   }
   t.net.frozen = freeze_layers(*model.module, config.get_text("freeze"), t.net.family->freeze_groups(t.net.use_aux));
+  if (!t.place.resume) {
+    const std::string fitted = t.net.family->fit_to_labels(*model.module, *t.inputs.data.dataset, t.inputs.image_size, config);
+    if (!fitted.empty()) log::info("{}", fitted);
+  }
   model.module->to(t.place.device);
   t.net.set_train_mode();
   if (t.place.dist && config.get_bool("sync_bn")) {
@@ -296,7 +300,7 @@ void set_up_model(Training& t) {
   }
   t.net.loss = t.net.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl"),
                                         .obj = config.get_real("obj"), .anchor_t = config.get_real("anchor_t"),
-                                        .image_size = static_cast<int>(config.get_int("imgsz")),
+                                        .image_size = t.inputs.image_size,
                                         .classes = t.inputs.class_count, .global_normaliser = global_normaliser});
 }
 

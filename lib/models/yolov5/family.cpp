@@ -1,6 +1,7 @@
 #include "models/yolov5/family.h"
 
 #include "core/error.h"
+#include "models/yolov5/autoanchor.h"
 #include "models/yolov5/loss.h"
 #include "models/yolov5/model.h"
 #include "models/yolov5/recipe.h"
@@ -53,6 +54,13 @@ class Yolov5Family final : public Family {
     std::vector<at::Tensor> floats;
     for (const auto& map : maps) floats.push_back(map.to(at::kFloat));
     return decode_yolov5(floats, {kStrides.begin(), kStrides.end()});
+  }
+  std::string fit_to_labels(torch::nn::Module& model, const data::DetectionDataset& dataset, int image_size,
+                            const config::Config& config) const override {
+    if (!config.get_bool("autoanchor")) return {};
+    at::Tensor* anchors = model.named_buffers().find("model.24.anchors");
+    if (!anchors) return {};
+    return check_anchors(*anchors, dataset, image_size, config.get_real("anchor_t"), static_cast<std::uint64_t>(config.get_int("seed")));
   }
   std::vector<std::string> loss_names() const override { return {"box_loss", "obj_loss", "cls_loss"}; }
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override {
