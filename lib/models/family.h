@@ -36,6 +36,7 @@ struct LossGains {
   double box = 7.5, cls = 0.5, dfl = 1.5;  // YOLOv9
   double obj = 1.0, anchor_t = 4.0;        // YOLOv5
   int image_size = 640;                    // imgsz (YOLOv5 scales its objectness gain by it)
+  int world_size = 1;                      // data-parallel processes (YOLOv5 multiplies its loss by them)
   std::int64_t classes = 80;               // the dataset's (a set loss scores every class)
   GlobalNormaliser global_normaliser{};  // data-parallel training: the global batch's normaliser
 };

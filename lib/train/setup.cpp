@@ -300,7 +300,7 @@ void set_up_model(Training& t) {
   }
   t.net.loss = t.net.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl"),
                                         .obj = config.get_real("obj"), .anchor_t = config.get_real("anchor_t"),
-                                        .image_size = t.inputs.image_size,
+                                        .image_size = t.inputs.image_size, .world_size = t.place.world_size(),
                                         .classes = t.inputs.class_count, .global_normaliser = global_normaliser});
 }
 

@@ -66,6 +66,7 @@ class Yolov5Family final : public Family {
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override {
     LossOptions options = scaled_gains(gains.box, gains.obj, gains.cls, static_cast<int>(gains.classes), gains.image_size);
     options.anchor_t = gains.anchor_t;
+    options.world_size = gains.world_size;
     return std::make_unique<Yolov5Loss>(options);
   }
   bool channels_last_on_cpu() const override { return false; }

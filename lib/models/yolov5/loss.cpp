@@ -123,7 +123,7 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
   lbox = lbox * options.box_gain;
   lobj = lobj * options.obj_gain;
   lcls = lcls * options.cls_gain;
-  return {(lbox + lobj + lcls) * static_cast<double>(batch),
+  return {(lbox + lobj + lcls) * static_cast<double>(batch * options.world_size),
           {{"box_loss", lbox.detach()}, {"obj_loss", lobj.detach()}, {"cls_loss", lcls.detach()}}};
 }
 

@@ -21,6 +21,10 @@ struct LossOptions {
   double anchor_t = 4.0;     // the largest ratio of a box's side to its anchor's that still matches
   double label_smoothing = 0.0;
   std::array<double, 3> balance{4.0, 1.0, 0.4};  // objectness weight of P3, P4, P5
+  // Data-parallel training: yolov5's train.py multiplies each process's loss by the number of
+  // processes, so that the averaged gradients are the sum a single process over the global batch
+  // would take.
+  int world_size = 1;
 };
 
 // hyp's gains scaled to the number of classes and the training image size, as train.py does.
