@@ -157,7 +157,7 @@ TEST_CASE("size overrides: YOLOX-nano trains at 416 without mixup", "[family]") 
 }
 
 TEST_CASE("model names: unknown or missing is a model error, checkpoints tell their family", "[family]") {
-  CHECK_THROWS_AS(train({"model=yolov5s"}), ModelError);
+  CHECK_THROWS_AS(train({"model=yolov6s"}), ModelError);
   CHECK_THROWS_AS(train({"model=LibreYOLO9t.pt"}), ModelError);  // no such file here or in weights/
   CHECK_THROWS_AS(train({"model=runs/train/exp/weights/last.pt"}), ModelError);
   // A checkpoint named last.pt says yolox-n in its metadata: the YOLOX-nano defaults apply.
