@@ -1,0 +1,114 @@
+"""A YOLOv5 training step on the CPU, ours (bench/yolo_step) beside the original's (PyPI
+yolov5==7.0.14: its Model from yolov5<size>.yaml, ComputeLoss with hyp.scratch-low's gains as
+train.py scales them, torch's SGD with Nesterov momentum and clip_grad_norm_ 10), same size,
+input size, batch, number of targets and recipe, by phase: forward, loss, backward, optimizer.
+Medians over --steps after a warm-up step; --repeat runs each implementation that many times,
+interleaved, and reports the median of their medians.
+
+    python3 bench/yolo_step.py [--model yolov5n] [--imgsz 320] [--batch 8] [--steps 5] [--repeat 3]
+                               [--targets 6] [--threads N]
+
+Needs the test venv (yolov5 7.0.14, torch) for the reference; run it with that venv's Python.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from machine import ROOT, cpu_model
+
+PHASES = ("forward_s", "loss_s", "backward_s", "optimizer_s", "step_s")
+
+
+def reference_step(args):
+    import contextlib
+    import io
+    import pathlib
+
+    import torch
+    import yolov5
+    from yolov5.models.yolo import Model
+    from yolov5.utils.loss import ComputeLoss
+
+    torch.manual_seed(0)
+    size = args.model.removeprefix("yolov5")
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        model = Model(str(pathlib.Path(yolov5.__file__).parent / "models" / f"yolov5{size}.yaml"), ch=3, nc=80)
+    nl = model.model[-1].nl
+    model.hyp = {"box": 0.05 * 3 / nl, "cls": 0.5 * 3 / nl, "obj": (args.imgsz / 640) ** 2 * 3 / nl, "cls_pw": 1.0,
+                 "obj_pw": 1.0, "anchor_t": 4.0, "fl_gamma": 0.0, "label_smoothing": 0.0}
+    compute = ComputeLoss(model)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True, weight_decay=5e-4)
+    images = torch.rand(args.batch, 3, args.imgsz, args.imgsz)
+    count = args.batch * args.targets
+    sizes = 0.05 + 0.3 * torch.rand(count, 2)
+    targets = torch.cat([torch.arange(args.batch).repeat_interleave(args.targets)[:, None].float(),
+                         torch.randint(0, 80, (count, 1)).float(), sizes / 2 + (1 - sizes) * torch.rand(count, 2), sizes], 1)
+    phases = {name: [] for name in PHASES}
+    for step in range(args.steps + 1):
+        start = time.perf_counter()
+        maps = model(images)
+        forward = time.perf_counter() - start
+        start = time.perf_counter()
+        loss = compute(maps, targets)[0]
+        loss_time = time.perf_counter() - start
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        loss.backward()
+        backward = time.perf_counter() - start
+        start = time.perf_counter()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=10.0)
+        optimizer.step()
+        optimizer_step = time.perf_counter() - start
+        if step == 0:
+            continue
+        for name, value in zip(PHASES, (forward, loss_time, backward, optimizer_step,
+                                        forward + loss_time + backward + optimizer_step)):
+            phases[name].append(value)
+    return {name: statistics.median(values) for name, values in phases.items()} | {"threads": torch.get_num_threads()}
+
+
+def ours_step(args):
+    binary = os.environ.get("LIBREYOLO_BENCH_DIR", str(ROOT / "build" / "bench")) + "/yolo_step"
+    output = subprocess.run([binary, f"model={args.model}", f"imgsz={args.imgsz}", f"batch={args.batch}",
+                             f"steps={args.steps}", f"targets={args.targets}"], check=True, capture_output=True, text=True)
+    return json.loads(output.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="yolov5n")
+    parser.add_argument("--imgsz", type=int, default=320)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--targets", type=int, default=6)
+    parser.add_argument("--threads", type=int, default=0, help="intra-op threads for both (default: torch's)")
+    args = parser.parse_args()
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        import torch
+        torch.set_num_threads(args.threads)
+    runs = {"ours": [], "reference": []}
+    for _ in range(args.repeat):
+        runs["ours"].append(ours_step(args))
+        runs["reference"].append(reference_step(args))
+        for name, run in (("ours", runs["ours"][-1]), ("reference", runs["reference"][-1])):
+            print(json.dumps({"run": name} | {k: run[k] for k in PHASES}), flush=True)
+    summary = {"bench": "yolo_step", "model": args.model, "imgsz": args.imgsz, "batch": args.batch,
+               "targets_per_image": args.targets, "steps": args.steps, "repeat": args.repeat, "cpu": cpu_model(),
+               "threads": runs["ours"][-1]["threads"]}
+    for name in PHASES:
+        ours = statistics.median(run[name] for run in runs["ours"])
+        theirs = statistics.median(run[name] for run in runs["reference"])
+        summary[name] = {"ours": round(ours, 4), "reference": round(theirs, 4), "speedup": round(theirs / ours, 3)}
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "bench"))
+    main()
