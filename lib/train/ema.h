@@ -30,6 +30,14 @@ class ModelEma {
   double decay_at(std::int64_t updates) const;
   std::int64_t updates() const { return updates_; }
   void set_updates(std::int64_t updates) { updates_ = updates; }
+  // From now on a constant decay, without the ramp (D-FINE's and DEIM's "EMA restart" as LibreYOLO
+  // does it when the no-augmentation epochs begin).
+  void restart(double decay) {
+    decay_ = decay;
+    tau_ = 0;
+    restarted_ = true;
+  }
+  bool restarted() const { return restarted_; }
   torch::nn::Module& module() { return *ema_; }
   std::shared_ptr<torch::nn::Module> module_ptr() { return ema_; }
 
@@ -40,6 +48,7 @@ class ModelEma {
   double decay_, tau_;
   std::int64_t updates_;
   bool device_tensors_ = false;
+  bool restarted_ = false;
 };
 
 // Floating parameters and buffers of a module in state-dict order.

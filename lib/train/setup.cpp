@@ -529,6 +529,10 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   state.loss_names = t->net.family->loss_names();
   t->inputs.augmentation_stop_epoch = strong_augmentation_stop(state.epochs, static_cast<int>(config.get_int("no_aug_epochs")),
                                                                 config.get_real("aug_stop_epoch_ratio"));
+  if (config.get_real("ema_restart_decay") > 0 && config.get_int("no_aug_epochs") > 0) {
+    t->inputs.ema_restart_epoch = state.epochs - static_cast<int>(config.get_int("no_aug_epochs"));
+    t->inputs.ema_restart_decay = config.get_real("ema_restart_decay");
+  }
   if (t->inputs.multi_scale) {  // the family's sizes, until the strong augmentations stop
     t->inputs.batch_scales = t->net.family->batch_scales(t->net.loaded.name.size, t->inputs.image_size);
   }

@@ -395,6 +395,13 @@ void Trainer::begin_epoch() {
                 loss_change.empty() ? "" : fmt::format(" ({})", loss_change));
     }
   }
+  // LibreYOLO's D-FINE and DEIM: a constant EMA decay from where the no-augmentation epochs begin
+  // (also on a resume past it)
+  if (t_.net.ema && t_.inputs.ema_restart_epoch >= 0 && epoch >= t_.inputs.ema_restart_epoch && !t_.net.ema->restarted()) {
+    t_.net.ema->restart(t_.inputs.ema_restart_decay);
+    log::info("EMA restart: a constant decay of {:g} for the last {} epochs", t_.inputs.ema_restart_decay,
+              state_.epochs - t_.inputs.ema_restart_epoch);
+  }
   t_.net.set_train_mode();
   state_.batch = epoch == state_.start_epoch ? state_.start_batch : 0;
   t_.inputs.loader->start_epoch(epoch, static_cast<std::size_t>(state_.batch));

@@ -21,6 +21,7 @@ std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size
       {"aug_stop_epoch_ratio", "0.85"},
       {"clip_max_norm", "0.1"},
       {"ema_decay", "0.9999"},
+      {"ema_restart_decay", "0.9999"},  // constant from the no-augmentation epochs on (on_mosaic_disable)
       {"amp", "false"},
       {"mosaic", "0.0"},
       {"mixup", "0.0"},

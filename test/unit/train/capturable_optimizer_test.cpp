@@ -314,3 +314,22 @@ TEST_CASE("EMA: the device-tensor form a graph captures updates as the CPU's for
     CHECK_FALSE(at::allclose(host[i], floating_state(*model)[i]));  // an average, not a copy
   }
 }
+
+TEST_CASE("EMA restart: a constant decay from then on, without the ramp", "[optimizer][ema]") {
+  torch::manual_seed(3);
+  torch::nn::Linear model(2, 2);
+  torch::nn::Linear average(2, 2);
+  ModelEma ema(*model, average.ptr(), 0.9999, 2000.0, /*updates=*/10);
+  CHECK(ema.decay_at(10) == Approx(0.9999 * (1 - std::exp(-10.0 / 2000))));
+  CHECK_FALSE(ema.restarted());
+  ema.restart(0.9999);
+  CHECK(ema.restarted());
+  CHECK(ema.decay_at(11) == Approx(0.9999));  // LibreYOLO's set_decay(decay): the ramp is gone
+  const at::Tensor before = average->weight.detach().clone();
+  {
+    torch::NoGradGuard no_grad;
+    model->weight.add_(1.0);
+  }
+  ema.update(*model);
+  CHECK(at::allclose(average->weight, before * 0.9999 + model->weight.detach() * (1 - 0.9999), 1e-6, 1e-7));
+}
