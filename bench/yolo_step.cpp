@@ -4,7 +4,8 @@
 // weight decay 5e-4 on the weights, clip 10), on the trainer's own optimizer and clipping. Random images and targets (normalised rows, as the loader collates
 // them), the same each step; medians over `steps` after one warm-up step. bench/yolo_step.py runs
 // this beside the reference's step.
-//   bench/yolo_step [model=yolov5n] [imgsz=320] [batch=8] [steps=5] [targets=6] [classes=80]
+//   bench/yolo_step [model=yolov5n] [imgsz=320] [batch=8] [steps=5] [targets=6] [classes=80] [channels_last=auto|0|1]
+// (channels_last=auto: the layout the trainer picks on the CPU, Family::channels_last_on_cpu)
 #include "median.h"
 #include "models/family.h"
 #include "models/registry.h"
@@ -31,12 +32,12 @@ double since(Clock::time_point start) { return std::chrono::duration<double>(Clo
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> args{{"model", "yolov5n"}, {"imgsz", "320"}, {"batch", "8"}, {"steps", "5"}, {"targets", "6"},
-                                          {"classes", "80"}};
+                                          {"classes", "80"}, {"channels_last", "auto"}};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto eq = arg.find('=');
     if (eq == std::string::npos || !args.count(arg.substr(0, eq))) {
-      fmt::print(stderr, "usage: yolo_step [model=yolov5n] [imgsz=320] [batch=8] [steps=5] [targets=6] [classes=80]\n");
+      fmt::print(stderr, "usage: yolo_step [model=yolov5n] [imgsz=320] [batch=8] [steps=5] [targets=6] [classes=80] [channels_last=auto|0|1]\n");
       return 2;
     }
     args[arg.substr(0, eq)] = arg.substr(eq + 1);
@@ -48,11 +49,14 @@ int main(int argc, char** argv) {
   const Family& family = libreyolo::models::family(name.family);
   DetectionModel model = build_model(name, classes);
   model.module->train();
+  const bool channels_last = args["channels_last"] == "auto" ? family.channels_last_on_cpu() : args["channels_last"] == "1";
+  if (channels_last) to_channels_last(*model.module);
   const auto loss = family.make_loss({.box = 0.05, .cls = 0.5, .obj = 1.0, .image_size = imgsz, .classes = classes});
   // the trainer's optimizer: its parameter groups (BatchNorm weights, decayed weights, biases)
   const auto optimizer = libreyolo::train::make_optimizer(libreyolo::train::parameter_groups(*model.module), {});
   std::vector<at::Tensor> parameters = model.module->parameters();
-  const at::Tensor images = at::rand({batch, 3, imgsz, imgsz});
+  const at::Tensor images = channels_last ? at::rand({batch, 3, imgsz, imgsz}).contiguous(at::MemoryFormat::ChannelsLast)
+                                          : at::rand({batch, 3, imgsz, imgsz});
   const std::int64_t count = static_cast<std::int64_t>(batch) * per_image;
   const at::Tensor sizes = 0.05 + 0.3 * at::rand({count, 2});
   const at::Tensor rows = at::cat({at::arange(batch, at::kFloat).repeat_interleave(per_image).unsqueeze(1),
@@ -88,7 +92,7 @@ int main(int argc, char** argv) {
   }
   nlohmann::json out = {{"bench", "yolo_step"}, {"implementation", "libreyolo (C++)"}, {"model", args["model"]},
                         {"imgsz", imgsz}, {"batch", batch}, {"targets_per_image", per_image}, {"steps", steps},
-                        {"threads", at::get_num_threads()}};
+                        {"threads", at::get_num_threads()}, {"channels_last", channels_last}};
   for (const auto& [phase, values] : phases) out[phase] = libreyolo::bench::median(values);
   fmt::print("{}\n", out.dump());
   return 0;

@@ -73,9 +73,15 @@ def reference_step(args):
 
 
 def ours_step(args):
+    import torch
+
     binary = os.environ.get("LIBREYOLO_BENCH_DIR", str(ROOT / "build" / "bench")) + "/yolo_step"
+    # importing yolov5 sets OMP_NUM_THREADS to min(8, cpus - 1) in this process's environment, which
+    # a child would inherit: ours gets the intra-op threads the reference's torch runs with
+    env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()))
     output = subprocess.run([binary, f"model={args.model}", f"imgsz={args.imgsz}", f"batch={args.batch}",
-                             f"steps={args.steps}", f"targets={args.targets}"], check=True, capture_output=True, text=True)
+                             f"steps={args.steps}", f"targets={args.targets}"], check=True, capture_output=True, text=True,
+                            env=env)
     return json.loads(output.stdout.strip().splitlines()[-1])
 
 
@@ -101,7 +107,7 @@ def main():
             print(json.dumps({"run": name} | {k: run[k] for k in PHASES}), flush=True)
     summary = {"bench": "yolo_step", "model": args.model, "imgsz": args.imgsz, "batch": args.batch,
                "targets_per_image": args.targets, "steps": args.steps, "repeat": args.repeat, "cpu": cpu_model(),
-               "threads": runs["ours"][-1]["threads"]}
+               "threads": runs["ours"][-1]["threads"], "reference_threads": runs["reference"][-1]["threads"]}
     for name in PHASES:
         ours = statistics.median(run[name] for run in runs["ours"])
         theirs = statistics.median(run[name] for run in runs["reference"])

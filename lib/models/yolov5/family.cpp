@@ -69,7 +69,9 @@ class Yolov5Family final : public Family {
     options.world_size = gains.world_size;
     return std::make_unique<Yolov5Loss>(options);
   }
-  bool channels_last_on_cpu() const override { return false; }
+  // Measured (bench/yolo_step, 2-core AMD EPYC, medians of 3 interleaved): a step 1.18x faster for
+  // yolov5n and 1.14x for yolov5s at 320 px, batch 8, channels-last
+  bool channels_last_on_cpu() const override { return true; }
   bool warms_up_momentum() const override { return true; }
   data::Recipe augment_recipe() const override { return data::Recipe::yolo9; }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {

@@ -61,7 +61,7 @@ TEST_CASE("build_model refuses what it cannot build", "[registry]") {
 }
 
 TEST_CASE("to_channels_last keeps the network's outputs and gradients", "[registry]") {
-  for (const char* name : {"yolo9-t", "yolox-n"}) {
+  for (const char* name : {"yolo9-t", "yolox-n", "yolov5n"}) {
     DetectionModel plain = build_model(parse_model_name(name), 3);
     DetectionModel nhwc = build_model(parse_model_name(name), 3);
     {
