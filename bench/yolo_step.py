@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from machine import ROOT, cpu_model
+from machine import ROOT, interleaved_medians
 
 PHASES = ("forward_s", "loss_s", "backward_s", "optimizer_s", "step_s")
 
@@ -99,20 +99,9 @@ def main():
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
         import torch
         torch.set_num_threads(args.threads)
-    runs = {"ours": [], "reference": []}
-    for _ in range(args.repeat):
-        runs["ours"].append(ours_step(args))
-        runs["reference"].append(reference_step(args))
-        for name, run in (("ours", runs["ours"][-1]), ("reference", runs["reference"][-1])):
-            print(json.dumps({"run": name} | {k: run[k] for k in PHASES}), flush=True)
-    summary = {"bench": "yolo_step", "model": args.model, "imgsz": args.imgsz, "batch": args.batch,
-               "targets_per_image": args.targets, "steps": args.steps, "repeat": args.repeat, "cpu": cpu_model(),
-               "threads": runs["ours"][-1]["threads"], "reference_threads": runs["reference"][-1]["threads"]}
-    for name in PHASES:
-        ours = statistics.median(run[name] for run in runs["ours"])
-        theirs = statistics.median(run[name] for run in runs["reference"])
-        summary[name] = {"ours": round(ours, 4), "reference": round(theirs, 4), "speedup": round(theirs / ours, 3)}
-    print(json.dumps(summary))
+    interleaved_medians(args, PHASES, ours_step, reference_step,
+                        {"bench": "yolo_step", "model": args.model, "imgsz": args.imgsz, "batch": args.batch,
+                         "targets_per_image": args.targets, "steps": args.steps})
 
 
 if __name__ == "__main__":

@@ -51,9 +51,7 @@ class Yolov5Family final : public Family {
     return images.to(device, /*non_blocking=*/true).to(at::kFloat).div_(255.0);  // RGB, 0-1
   }
   Decoded decode(const std::vector<at::Tensor>& maps) const override {
-    std::vector<at::Tensor> floats;
-    for (const auto& map : maps) floats.push_back(map.to(at::kFloat));
-    return decode_yolov5(floats, {kStrides.begin(), kStrides.end()});
+    return decode_yolov5(maps, {kStrides.begin(), kStrides.end()});  // float maps: the validator's detect() converts them
   }
   std::string fit_to_labels(torch::nn::Module& model, const data::DetectionDataset& dataset, int image_size,
                             const config::Config& config) const override {
