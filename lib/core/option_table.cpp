@@ -177,12 +177,16 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
 
     // --- scheduler
     {.name = "scheduler", .type = T::choice, .default_value = "yoloxwarmcos", .group = "scheduler",
-     .help = "per-iteration LR schedule", .choices = "yoloxwarmcos linear cos flat_cosine constant",
+     .help = "LR schedule (linear_epoch: YOLOv5's and Ultralytics' linear, held per epoch, after a warmup of at least 100 iterations)",
+     .choices = "yoloxwarmcos linear linear_epoch cos flat_cosine constant",
      .synonyms = "warmcos=cos cosine=cos", .support = S::honoured},
     {.name = "warmup_epochs", .type = T::real, .default_value = "5", .group = "scheduler",
      .help = "warmup length in epochs", .minimum = 0, .maximum = 1e6, .support = S::honoured},
     {.name = "warmup_lr_start", .type = T::real, .default_value = "0.0", .group = "scheduler",
      .help = "learning rate at the start of warmup (clamped to lr0)", .minimum = 0, .maximum = 1, .support = S::honoured},
+    {.name = "warmup_bias_lr", .type = T::real, .default_value = "0.0", .group = "scheduler",
+     .help = "learning rate of the bias group at the start of warmup, falling to the schedule's (YOLOv5: 0.1; 0: the biases warm up like the rest)",
+     .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "warmup_momentum", .type = T::real, .default_value = "0.8", .group = "scheduler",
      .help = "momentum at the start of warmup (YOLOv9 warms momentum up to `momentum`)", .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "min_lr_ratio", .type = T::real, .default_value = "0.05", .group = "scheduler",

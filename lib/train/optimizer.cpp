@@ -22,6 +22,11 @@ std::vector<double> ParameterGroups::lr_multipliers() const {
   return out;
 }
 
+std::optional<std::size_t> ParameterGroups::bias_group() const {
+  if (!ruled.empty() || biases.empty()) return std::nullopt;
+  return static_cast<std::size_t>(!bn.empty()) + static_cast<std::size_t>(!weights.empty());
+}
+
 ParameterGroups parameter_groups(torch::nn::Module& model, const models::ParameterRules& rules) {
   ParameterGroups groups;
   if (rules) {
@@ -112,6 +117,10 @@ void clip_gradients(const std::vector<at::Tensor>& grads, double max_norm) {
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr, const std::vector<double>& multipliers) {
   auto& groups = optimizer.param_groups();
   for (std::size_t g = 0; g < groups.size(); ++g) groups[g].options().set_lr(g < multipliers.size() ? lr * multipliers[g] : lr);
+}
+
+void set_group_learning_rate(torch::optim::Optimizer& optimizer, std::size_t group, double lr) {
+  optimizer.param_groups().at(group).options().set_lr(lr);
 }
 
 void set_momentum(torch::optim::Optimizer& optimizer, double momentum) {

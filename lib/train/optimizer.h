@@ -11,6 +11,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ struct ParameterGroups {
   std::vector<Ruled> ruled;
   // Each optimizer group's learning-rate multiplier, in the optimizer's order.
   std::vector<double> lr_multipliers() const;
+  // The optimizer's index of the bias group (pg2), where it exists and no family rules replace it.
+  std::optional<std::size_t> bias_group() const;
 };
 
 // The trainable parameters in groups: with `rules`, the family's; else the YOLO recipes' BatchNorm
@@ -55,6 +58,7 @@ void clip_gradients(const std::vector<at::Tensor>& grads, double max_norm);
 
 // Every group's learning rate: lr, times the group's multiplier where `multipliers` has one.
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr, const std::vector<double>& multipliers = {});
+void set_group_learning_rate(torch::optim::Optimizer& optimizer, std::size_t group, double lr);
 void set_momentum(torch::optim::Optimizer& optimizer, double momentum);  // SGD only; no-op otherwise
 double learning_rate(const torch::optim::Optimizer& optimizer, std::size_t group = 0);
 

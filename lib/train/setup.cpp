@@ -126,6 +126,10 @@ void load_run_state(Training& t, TrainState& state, const models::Checkpoint& ch
 
 void Optimisation::apply_schedule(std::int64_t iteration) {
   set_learning_rate(*optimizer, lr_scale * schedule->lr(iteration), lr_multipliers);
+  if (bias_group && warmup_bias_lr > 0 && schedule->warming_up(iteration)) {
+    const double multiplier = *bias_group < lr_multipliers.size() ? lr_multipliers[*bias_group] : 1.0;
+    set_group_learning_rate(*optimizer, *bias_group, lr_scale * schedule->lr(iteration, warmup_bias_lr) * multiplier);
+  }
   if (const auto m = schedule->momentum(iteration)) set_momentum(*optimizer, *m);
 }
 
@@ -312,6 +316,8 @@ void set_up_optimizer(Training& t, const TrainState& state) {
   }
   const auto groups = parameter_groups(*t.net.model().module, t.net.family->parameter_rules(config));
   t.optim.lr_multipliers = groups.lr_multipliers();
+  t.optim.bias_group = groups.bias_group();
+  t.optim.warmup_bias_lr = config.get_real("warmup_bias_lr");
   t.optim.optimizer = make_optimizer(groups, {.name = config.get_text("optimizer"),
                                         .lr0 = config.get_real("lr0"),
                                         .momentum = config.get_real("momentum"),

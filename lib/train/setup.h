@@ -91,6 +91,9 @@ struct Optimisation {
   std::vector<double> lr_multipliers;  // each optimizer group's share of the schedule's rate (empty: all 1)
   double lr_scale = 1.0;  // the schedule's multiplier: halved by each divergence recovery, kept in checkpoints
   double clip = 0;        // clip_max_norm (0: off)
+  // warmup_bias_lr: the bias group (pg2) warms up from this rate instead (0: like the others)
+  std::optional<std::size_t> bias_group;
+  double warmup_bias_lr = 0;
   // Sets the learning rate and momentum for optimizer step `iteration`.
   void apply_schedule(std::int64_t iteration);
 };

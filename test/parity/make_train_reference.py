@@ -1,6 +1,8 @@
 """Writes what the C++ training-parts parity test compares against, from libreyolo 1.6.0:
 the LR (and momentum) of every iteration of each scheduler, warmup included; the optimizer's
-parameter groups for YOLOX-n and YOLOv9-t; and EMA weights after a few updates.
+parameter groups for YOLOX-n and YOLOv9-t; and EMA weights after a few updates. From yolov5 7.0.14:
+its train.py's own warmup lines (read from the package and run) over a LambdaLR, for
+scheduler=linear_epoch with warmup_bias_lr.
 
     make_train_reference.py OUT_DIR
 
@@ -10,6 +12,7 @@ Fails when torch, safetensors or libreyolo cannot be imported: the test venv is 
 import json
 import pathlib
 import sys
+import textwrap
 
 try:
     import torch
@@ -25,6 +28,43 @@ except ImportError as error:  # the venv is there (the wrapper skips only withou
     sys.exit(1)
 
 IPE, EPOCHS = 7, 12
+YOLOV5_CASES = ((7, 20), (40, 6))  # (batches per epoch, epochs): warmup of 100 iterations, then of 3 epochs
+
+
+def yolov5_schedule(nb, epochs):
+    """Every iteration's (bias lr, other lr, momentum) as yolov5's train.py sets them: its scheduler,
+    `nw` and warmup lines are taken from the installed train.py and executed over a LambdaLR."""
+    import numpy as np
+    import yaml
+    import yolov5
+    root = pathlib.Path(yolov5.__file__).parent
+    source = (root / "train.py").read_text().splitlines()
+    def line(prefix):
+        found = [l.strip() for l in source if l.strip().startswith(prefix)]
+        if len(found) != 1:
+            raise SystemExit(f"FAIL: yolov5/train.py has {len(found)} lines starting {prefix!r}")
+        return found[0]
+    start = next(i for i, l in enumerate(source) if l.strip() == "# Warmup")
+    end = next(i for i in range(start, len(source)) if source[i].strip() == "# Multi-scale")
+    warmup = textwrap.dedent("\n".join(source[start:end]))
+    hyp = yaml.safe_load((root / "data/hyps/hyp.scratch-low.yaml").read_text())
+    scope = {"np": np, "hyp": hyp, "epochs": epochs, "nb": nb, "nbs": 64, "batch_size": 64}
+    exec(line("lf = lambda x: (1 - x / epochs)"), scope)
+    exec(line("nw = max(round(hyp['warmup_epochs'] * nb), 100)"), scope)
+    params = [torch.nn.Parameter(torch.zeros(1)) for _ in range(3)]
+    optimizer = torch.optim.SGD([params[0]], lr=hyp["lr0"], momentum=hyp["momentum"], nesterov=True)
+    optimizer.add_param_group({"params": [params[1]], "weight_decay": hyp["weight_decay"]})
+    optimizer.add_param_group({"params": [params[2]], "weight_decay": 0.0})
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=scope["lf"])
+    rows = []
+    for epoch in range(epochs):
+        for i in range(nb):
+            scope.update(ni=i + nb * epoch, epoch=epoch, optimizer=optimizer)
+            exec(warmup, scope)
+            groups = optimizer.param_groups
+            rows.append([float(groups[0]["lr"]), float(groups[1]["lr"]), float(groups[0]["momentum"])])
+        scheduler.step()
+    return torch.tensor(rows, dtype=torch.float64), hyp
 CASES = {
     "yoloxwarmcos": lambda: sched.WarmupCosineScheduler(0.01, IPE, EPOCHS, warmup_epochs=3, warmup_lr_start=0.001,
                                                          plateau_epochs=2, min_lr_ratio=0.05),
@@ -63,6 +103,12 @@ def main() -> int:
         tensors[f"lr.{name}"] = torch.tensor([s.update_lr(i) for i in its], dtype=torch.float64)
         if hasattr(s, "update_momentum"):
             tensors[f"momentum.{name}"] = torch.tensor([s.update_momentum(i) for i in its], dtype=torch.float64)
+    info["yolov5"] = []
+    for nb, epochs in YOLOV5_CASES:
+        rows, hyp = yolov5_schedule(nb, epochs)
+        tensors[f"yolov5.{nb}x{epochs}"] = rows
+        info["yolov5"].append({"nb": nb, "epochs": epochs, **{k: hyp[k] for k in (
+            "lr0", "lrf", "momentum", "warmup_epochs", "warmup_momentum", "warmup_bias_lr")}})
     for family, size, model in (("yolox", "n", yolox_nn.LibreYOLOXModel(config="n", nb_classes=80)),
                                 ("yolo9", "t", yolo9_nn.LibreYOLO9Model(config="t", nb_classes=80))):
         names = {id(p): n for n, p in model.named_parameters()}

@@ -1,12 +1,15 @@
 // Parity of the training parts with libreyolo 1.6.0 (references from make_train_reference.py):
 // every scheduler's LR (and YOLOv9's momentum warmup) at every iteration, the optimizer's
-// parameter groups (same tensors, same order, same weight decay) and EMA weights after updates.
+// parameter groups (same tensors, same order, same weight decay) and EMA weights after updates;
+// from yolov5 7.0.14's train.py, scheduler=linear_epoch with warmup_bias_lr, through the trainer's
+// Optimisation::apply_schedule on a three-group SGD.
 //   train_parity_test DIR
 #include "models/registry.h"
 #include "models/safetensors.h"
 #include "train/ema.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
+#include "train/setup.h"
 #include "models/yolox/model.h"
 
 #include <ATen/ATen.h>
@@ -50,6 +53,36 @@ int main(int argc, char** argv) {
                  lrs.numel(), worst, worst_momentum, same ? "ok" : "MISMATCH");
       ok = ok && same;
     }
+    for (const auto& c : info["yolov5"]) {
+      const int nb = c["nb"], v5_epochs = c["epochs"];
+      const at::Tensor rows = ref.at(fmt::format("yolov5.{}x{}", nb, v5_epochs));
+      train::Optimisation optim;
+      const auto groups = [] {  // pg0, pg1, pg2 = BN weights, weights, biases: one tensor each
+        train::ParameterGroups g;
+        for (auto* list : {&g.bn, &g.weights, &g.biases}) list->push_back(at::zeros({1}).requires_grad_());
+        return g;
+      }();
+      optim.optimizer = train::make_optimizer(groups, {.name = "sgd", .lr0 = c["lr0"], .momentum = c["momentum"]});
+      optim.bias_group = groups.bias_group();
+      optim.warmup_bias_lr = c["warmup_bias_lr"];
+      optim.schedule.emplace(train::ScheduleOptions{.kind = "linear_epoch", .lr0 = c["lr0"], .warmup_epochs = c["warmup_epochs"],
+                                                    .warmup_lr_start = 0.0, .min_lr_ratio = c["lrf"], .no_aug_epochs = 0,
+                                                    .steps_per_epoch = nb, .epochs = v5_epochs,
+                                                    .warmup_momentum = c["warmup_momentum"].get<double>(), .momentum = c["momentum"]});
+      double worst_bias = 0, worst = 0, worst_momentum = 0;
+      for (std::int64_t i = 0; i < rows.size(0); ++i) {
+        optim.apply_schedule(i);
+        const auto& bias = static_cast<const torch::optim::SGDOptions&>(optim.optimizer->param_groups()[2].options());
+        worst_bias = std::max(worst_bias, std::abs(bias.lr() - rows[i][0].item<double>()));
+        for (std::size_t g = 0; g < 2; ++g) worst = std::max(worst, std::abs(train::learning_rate(*optim.optimizer, g) - rows[i][1].item<double>()));
+        worst_momentum = std::max(worst_momentum, std::abs(bias.momentum() - rows[i][2].item<double>()));
+      }
+      const bool same = *optim.bias_group == 2 && rows.size(0) == nb * v5_epochs && worst_bias < 1e-12 && worst < 1e-12 && worst_momentum < 1e-12;
+      fmt::print("yolov5 linear_epoch, {} batches x {} epochs: max |lr diff| biases {:.2g}, others {:.2g}, momentum {:.2g} {}\n", nb,
+                 v5_epochs, worst_bias, worst, worst_momentum, same ? "ok" : "MISMATCH");
+      ok = ok && same;
+    }
+    ok = ok && info["yolov5"].size() == 2;
     {
       int differing = 0;
       for (const auto& row : info["aug_stop"]) {

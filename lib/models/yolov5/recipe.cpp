@@ -6,10 +6,11 @@ std::vector<config::OptionDefault> option_defaults(const std::string& size) {
   (void)size;  // every size trains with hyp.scratch-low
   return {
       {"momentum", "0.937"},
-      {"scheduler", "linear"},   // lf(e) = (1 - e/epochs)(1 - lrf) + lrf
+      {"scheduler", "linear_epoch"},  // LambdaLR per epoch: lf(e) = (1 - e/epochs)(1 - lrf) + lrf
       {"min_lr_ratio", "0.01"},  // lrf
       {"warmup_epochs", "3"},
       {"warmup_momentum", "0.8"},
+      {"warmup_bias_lr", "0.1"},
       {"no_aug_epochs", "0"},  // yolov5 keeps mosaic to the last epoch
       {"degrees", "0.0"},
       {"shear", "0.0"},
