@@ -148,4 +148,13 @@ std::string check_anchors(at::Tensor& grid_anchors, const data::DetectionDataset
   return fmt::format("{}; evolved anchors reach {:.3f} and replace them: {}", measured, better.best_possible_recall, pixels);
 }
 
+void round_to_half(torch::nn::Module& model) {
+  at::NoGradGuard no_grad;
+  auto round = [](at::Tensor& t) {
+    if (t.defined() && t.is_floating_point()) t.copy_(t.to(at::kHalf));
+  };
+  for (auto& p : model.parameters()) round(p);
+  for (auto& b : model.buffers()) round(b);
+}
+
 }  // namespace libreyolo::models::yolov5

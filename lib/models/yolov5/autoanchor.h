@@ -7,6 +7,7 @@
 #include "data/dataset.h"
 
 #include <ATen/Tensor.h>
+#include <torch/nn/module.h>
 
 #include <cstdint>
 #include <string>
@@ -36,5 +37,9 @@ at::Tensor evolve_anchors(const at::Tensor& sizes, int count, int image_size, do
 // when evolved ones fit better. Returns the line for the log.
 std::string check_anchors(at::Tensor& grid_anchors, const data::DetectionDataset& dataset, int image_size, double threshold,
                           std::uint64_t seed);
+
+// What train.py does after the check (`model.half().float()`): every floating parameter and buffer
+// rounded to float16's precision, kept in its own type.
+void round_to_half(torch::nn::Module& model);
 
 }  // namespace libreyolo::models::yolov5

@@ -55,10 +55,14 @@ class Yolov5Family final : public Family {
   }
   std::string fit_to_labels(torch::nn::Module& model, const data::DetectionDataset& dataset, int image_size,
                             const config::Config& config) const override {
-    if (!config.get_bool("autoanchor")) return {};
-    at::Tensor* anchors = model.named_buffers().find("model.24.anchors");
-    if (!anchors) return {};
-    return check_anchors(*anchors, dataset, image_size, config.get_real("anchor_t"), static_cast<std::uint64_t>(config.get_int("seed")));
+    std::string line;
+    if (at::Tensor* anchors = model.named_buffers().find("model.24.anchors"); anchors && config.get_bool("autoanchor")) {
+      line = check_anchors(*anchors, dataset, image_size, config.get_real("anchor_t"), static_cast<std::uint64_t>(config.get_int("seed")));
+    }
+    // train.py's model.half().float() after the check, AutoAnchor on or off: every parameter and
+    // buffer starts at float16's precision
+    round_to_half(model);
+    return line;
   }
   std::vector<std::string> loss_names() const override { return {"box_loss", "obj_loss", "cls_loss"}; }
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override {

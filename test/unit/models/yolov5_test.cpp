@@ -1,9 +1,14 @@
+#include "models/model_name.h"
+#include "models/registry.h"
+#include "models/safetensors.h"
 #include "models/yolov5/autoanchor.h"
 #include "models/yolov5/loss.h"
 #include "models/yolov5/model.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+
+#include <map>
 
 #include "catch.h"  // last: see catch.h
 
@@ -46,4 +51,21 @@ TEST_CASE("YOLOv5's gains scale with levels, classes and image size as its train
   CHECK(options.box_gain == Approx(0.05));
   CHECK(options.cls_gain == Approx(0.5 * 20 / 80.0));
   CHECK(options.obj_gain == Approx(0.25));
+}
+
+TEST_CASE("After AutoAnchor every weight and buffer is rounded to float16's precision, in float32", "[yolov5]") {
+  auto model = build_model(parse_model_name("yolov5n"), 3);
+  auto& module = *model.module;
+  const auto before = state_dict(module);
+  std::map<std::string, at::Tensor> kept;
+  for (const auto& [name, t] : before) kept[name] = t.clone();
+  yolov5::round_to_half(module);
+  std::size_t changed = 0;
+  for (const auto& [name, t] : state_dict(module)) {
+    if (!t.is_floating_point()) continue;
+    CHECK(t.scalar_type() == at::kFloat);
+    CHECK(t.equal(kept.at(name).to(at::kHalf).to(at::kFloat)));  // the float16 value, exactly
+    changed += !t.equal(kept.at(name));
+  }
+  CHECK(changed > 0);  // random weights are not all float16 values to begin with
 }
