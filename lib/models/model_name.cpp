@@ -20,8 +20,9 @@ struct Family {
   std::initializer_list<std::string_view> sizes;
 };
 
-const std::array<Family, 7> kFamilies{{
+const std::array<Family, 8> kFamilies{{
     {"yolo9", "LibreYOLO9", {"t", "s", "m", "c"}},
+    {"yolo7", "LibreYOLO7", {"b"}},
     {"yolox", "LibreYOLOX", {"n", "t", "s", "m", "l", "x"}},
     {"yolov5", "LibreYOLOv5", {"n", "s", "m", "l", "x"}},
     {"rtdetrv4", "LibreRTDETRv4", {"s", "m", "l", "x"}},  // before rtdetr: names are matched by prefix

@@ -117,17 +117,27 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
   std::vector<at::Tensor> flats;
   for (const at::Tensor& map : maps) flats.push_back(map.flatten(2).transpose(1, 2));  // [B, HW, 5 + nc]
   const at::Tensor raw = at::cat(flats, 1).to(at::kFloat);                              // [B, A, 5 + nc]
-  const std::int64_t batch = raw.size(0);
   const std::vector<int> stride_list(ModelImpl::kStrides.begin(), ModelImpl::kStrides.end());
   const AnchorPoints points = anchor_points(maps, stride_list);
   const at::Tensor stride = points.strides.view({1, -1, 1});
   const at::Tensor raw_box = raw.narrow(2, 0, 4);
   const at::Tensor boxes = at::cat({(raw_box.narrow(2, 0, 2) + points.cells.unsqueeze(0)) * stride,
                                     raw_box.narrow(2, 2, 2).exp() * stride}, 2);  // (cx, cy, w, h) pixels
-  const at::Tensor objectness = raw.select(2, 4);
-  const at::Tensor class_logits = raw.narrow(2, 5, raw.size(2) - 5);
+  return simota_loss({.boxes = boxes,
+                      .objectness = raw.select(2, 4),
+                      .class_logits = raw.narrow(2, 5, raw.size(2) - 5),
+                      .cells = points.cells,
+                      .strides = points.strides},
+                     targets, options, raw_box);
+}
 
-  const SimOtaAssignment assigned = simota_assign(class_logits, objectness, boxes, points.cells, points.strides,
+LossTerms simota_loss(const SimOtaPredictions& predictions, const TargetBatch& targets, const LossOptions& options,
+                      const at::Tensor& raw_box) {
+  const at::Tensor& boxes = predictions.boxes;
+  const at::Tensor& objectness = predictions.objectness;
+  const at::Tensor& class_logits = predictions.class_logits;
+  const std::int64_t batch = boxes.size(0);
+  const SimOtaAssignment assigned = simota_assign(class_logits, objectness, boxes, predictions.cells, predictions.strides,
                                                   targets, options.variant);
   const at::Tensor foreground = assigned.foreground.to(at::kFloat);  // [B, A]
   const at::Tensor norm = loss_normaliser(foreground.sum(), options.global_normaliser);
@@ -149,9 +159,10 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
   const at::Tensor cls_loss =
       (at::binary_cross_entropy_with_logits(class_logits, class_target, {}, {}, at::Reduction::None).sum(-1) *
        foreground).sum() / norm;
-  at::Tensor l1_loss = at::zeros({}, raw.options());
+  at::Tensor l1_loss = at::zeros({}, boxes.options());
   if (options.use_l1) {
-    const at::Tensor cell_target = safe_target.narrow(2, 0, 2) / stride - points.cells.unsqueeze(0);
+    const at::Tensor stride = predictions.strides.view({1, -1, 1});
+    const at::Tensor cell_target = safe_target.narrow(2, 0, 2) / stride - predictions.cells.unsqueeze(0);
     const at::Tensor size_target = (safe_target.narrow(2, 2, 2) / stride + 1e-8).log();
     const at::Tensor l1_target = at::cat({cell_target, size_target}, 2);
     l1_loss = ((raw_box - l1_target).abs().sum(-1) * foreground).sum() / norm;

@@ -50,4 +50,16 @@ using models::LossTerms;
 // `maps`: the head's per-level raw training outputs [B, 5 + nc, H, W]; strides 8/16/32.
 LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, const LossOptions& options);
 
+// Decoded predictions for the SimOTA loss, float32: `boxes` [B, A, 4] (cx, cy, w, h) pixels,
+// `objectness` [B, A] and `class_logits` [B, A, nc] logits, `cells` [A, 2] and `strides` [A] of
+// each prediction's cell (YOLOv7's three anchors of a cell share its cell and stride).
+struct SimOtaPredictions {
+  at::Tensor boxes, objectness, class_logits, cells, strides;
+};
+
+// The loss of `loss` above from decoded predictions; `raw_box` [B, A, 4] (YOLOX's raw offsets and
+// log sizes) only where options.use_l1.
+LossTerms simota_loss(const SimOtaPredictions& predictions, const TargetBatch& targets, const LossOptions& options,
+                      const at::Tensor& raw_box = {});
+
 }  // namespace libreyolo::models::yolox

@@ -73,6 +73,10 @@ TEST_CASE("unknown names and sizes are model errors (exit 4)", "[model_name]") {
 }
 
 TEST_CASE("YOLOv5's names, as its guide writes them", "[model_name]") {
+  CHECK(parse_model_name("yolo7-b").family == "yolo7");
+  CHECK(parse_model_name("YOLO7b").size == "b");
+  CHECK(parse_model_name("LibreYOLO7b.pt").family == "yolo7");
+  CHECK(parse_model_name("yolo7-b").weights_name() == "LibreYOLO7b.pt");
   const auto s = parse_model_name("yolov5s");
   CHECK(s.family == "yolov5");
   CHECK(s.size == "s");

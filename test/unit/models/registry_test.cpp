@@ -42,6 +42,20 @@ TEST_CASE("YOLOv5's sizes have yolov5 7.0's parameter counts and outputs", "[reg
   CHECK(maps[3][2][2][1].item<float>() == Approx(326.0 / 32));
 }
 
+TEST_CASE("YOLOv7-b has libreyolo 1.6.0's parameter count and three maps of three anchors", "[registry]") {
+  // YOLOv7Model(num_classes=80) and (1): 37,622,682 and 37,196,556 parameters
+  CHECK(summarize(build_model(parse_model_name("yolo7-b"), 80), 64, 64).parameters == 37622682);
+  DetectionModel model = build_model(parse_model_name("yolo7b"), 1);
+  CHECK(summarize(model, 64, 64).parameters == 37196556);
+  CHECK(model.default_image_size == 640);
+  model.module->eval();
+  const auto maps = model.forward(at::zeros({1, 3, 64, 96}));
+  REQUIRE(maps.size() == 3);
+  CHECK(maps[0].sizes() == c10::IntArrayRef{1, 18, 8, 12});
+  CHECK(maps[2].sizes() == c10::IntArrayRef{1, 18, 2, 3});
+  CHECK_THROWS_AS(build_model(ModelName{"yolo7", "t", false}, 80), libreyolo::ModelError);
+}
+
 TEST_CASE("FLOPs are counted once per convolution, with bias and BatchNorm as thop does", "[registry]") {
   // one 3x3 conv, 8 -> 16 channels, on 32x32: 2 * 16*32*32 * 8*9 FLOPs
   const auto weight = at::randn({16, 8, 3, 3});
