@@ -185,7 +185,8 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {.name = "warmup_lr_start", .type = T::real, .default_value = "0.0", .group = "scheduler",
      .help = "learning rate at the start of warmup (clamped to lr0)", .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "warmup_bias_lr", .type = T::real, .default_value = "0.0", .group = "scheduler",
-     .help = "learning rate of the bias group at the start of warmup, falling to the schedule's (YOLOv5: 0.1; 0: the biases warm up like the rest)",
+     .help = "learning rate of the YOLO families' bias group (pg2) at the start of warmup, falling to the schedule's (YOLOv5: 0.1; 0: the biases "
+             "warm up like the rest; the DETRs' own groups have no bias group)",
      .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "warmup_momentum", .type = T::real, .default_value = "0.8", .group = "scheduler",
      .help = "momentum at the start of warmup (YOLOv9 warms momentum up to `momentum`)", .minimum = 0, .maximum = 1, .support = S::honoured},
