@@ -20,7 +20,7 @@ constexpr double unbounded = 1e12;
 constexpr auto kOptions = std::to_array<OptionSpec>({
     // --- model / data
     {.name = "model", .type = T::text, .default_value = "yolox-s", .group = "model/data",
-     .help = "model name (yolo9-t/s/m/c, yolox-n/t/s/m/l/x, yolov5n/s/m/l/x or yolov5s.yaml, yolo7-b, rtdetr-r18/r34/r50/r50m/r101/l/x, "
+     .help = "model name (yolo9-t/s/m/c, yolox-n/t/s/m/l/x, yolov5n/s/m/l/x or yolov5s.yaml, yolo7-b, rtmdet-t/s/m/l/x, rtdetr-r18/r34/r50/r50m/r101/l/x, "
              "dfine-n/s/m/l/x, deim-n/s/m/l/x, rtdetrv4-s/m/l/x), LibreYOLO weights name (LibreYOLO9t.pt) or a checkpoint path",
      .commands = run_model | command_data | command_info, .support = S::honoured},
     {.name = "data", .type = T::text, .default_value = "", .group = "model/data",

@@ -8,6 +8,7 @@
 #include "models/yolox/family.h"
 #include "models/yolov5/family.h"
 #include "models/yolo7/family.h"
+#include "models/rtmdet/family.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -19,8 +20,8 @@ namespace libreyolo::models {
 // The registry: one line per family.
 std::span<const Family* const> families() {
   // RT-DETRv4 before D-FINE: its released files hold D-FINE's keys and its own (family_from_keys)
-  static const std::array<const Family*, 8> all{&yolo9::family(),         &yolox::family(),       &yolov5::family(),
-                                                &yolo7::family(),         &detr::rtdetr_family(),   &detr::rtdetrv4_family(), &detr::dfine_family(),
+  static const std::array<const Family*, 9> all{&yolo9::family(),         &yolox::family(),       &yolov5::family(),
+                                                &yolo7::family(),         &rtmdet::family(),      &detr::rtdetr_family(),   &detr::rtdetrv4_family(), &detr::dfine_family(),
                                                 &detr::deim_family()};
   return all;
 }

@@ -20,9 +20,10 @@ struct Family {
   std::initializer_list<std::string_view> sizes;
 };
 
-const std::array<Family, 8> kFamilies{{
+const std::array<Family, 9> kFamilies{{
     {"yolo9", "LibreYOLO9", {"t", "s", "m", "c"}},
     {"yolo7", "LibreYOLO7", {"b"}},
+    {"rtmdet", "LibreRTMDet", {"t", "s", "m", "l", "x"}},
     {"yolox", "LibreYOLOX", {"n", "t", "s", "m", "l", "x"}},
     {"yolov5", "LibreYOLOv5", {"n", "s", "m", "l", "x"}},
     {"rtdetrv4", "LibreRTDETRv4", {"s", "m", "l", "x"}},  // before rtdetr: names are matched by prefix

@@ -8,7 +8,8 @@
 
 namespace libreyolo::nn {
 
-BaseConvImpl::BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups, bool activation)
+BaseConvImpl::BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups, bool activation,
+                           double bn_eps, double bn_momentum)
     : activation_(activation),
       in_channels_(in_channels),
       out_channels_(out_channels),
@@ -21,7 +22,13 @@ BaseConvImpl::BaseConvImpl(int in_channels, int out_channels, int kernel, int st
                                                          .groups(groups)
                                                          .bias(false)));
   bn_ = register_module("bn", torch::nn::BatchNorm2d(
-                                  torch::nn::BatchNorm2dOptions(out_channels).eps(kBatchNormEps).momentum(kBatchNormMomentum)));
+                                  torch::nn::BatchNorm2dOptions(out_channels).eps(bn_eps).momentum(bn_momentum)));
+}
+
+void BaseConvImpl::share_convolution_of(const BaseConvImpl& owner) {
+  if (!borrowed_) unregister_module("conv");
+  conv_ = owner.conv_;
+  borrowed_ = true;
 }
 
 torch::Tensor BaseConvImpl::forward(const torch::Tensor& x) {
@@ -55,7 +62,8 @@ void BaseConvImpl::fuse() {
   torch::nn::Conv2d fused(fused_options());
   fused->weight.copy_(weight);
   fused->bias.copy_(bias);
-  conv_ = replace_module("conv", fused);
+  conv_ = borrowed_ ? register_module("conv", fused) : replace_module("conv", fused);
+  borrowed_ = false;
   unregister_module("bn");
   bn_ = nullptr;
 }

@@ -26,8 +26,13 @@ class BatchNormSync {
 
 class BaseConvImpl : public torch::nn::Module {
  public:
-  BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups = 1, bool activation = true);
+  // `bn_eps`, `bn_momentum`: RTMDet's BatchNorms keep PyTorch's defaults (1e-5, 0.1).
+  BaseConvImpl(int in_channels, int out_channels, int kernel, int stride, int groups = 1, bool activation = true,
+               double bn_eps = kBatchNormEps, double bn_momentum = kBatchNormMomentum);
   torch::Tensor forward(const torch::Tensor& x);
+  // From now on the convolution is `owner`'s (RTMDet's head shares its tower convolutions across
+  // levels, each level keeping its own BatchNorm): no weight of its own, none in the state dict.
+  void share_convolution_of(const BaseConvImpl& owner);
 
   // Folds the BatchNorm into the convolution (a biased conv, no BN) for inference.
   void fuse();
@@ -43,6 +48,7 @@ class BaseConvImpl : public torch::nn::Module {
   torch::nn::BatchNorm2d bn_{nullptr};
   std::shared_ptr<BatchNormSync> sync_;
   bool activation_;
+  bool borrowed_ = false;  // conv_ is another BaseConv's (share_convolution_of)
   int in_channels_, out_channels_, kernel_, stride_, groups_;
 };
 TORCH_MODULE(BaseConv);

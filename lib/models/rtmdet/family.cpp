@@ -1,0 +1,69 @@
+#include "models/rtmdet/family.h"
+
+#include "models/rtmdet/loss.h"
+#include "models/rtmdet/model.h"
+#include "models/rtmdet/recipe.h"
+#include "nn/gelan.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+namespace libreyolo::models::rtmdet {
+
+namespace {
+
+class RtmdetLoss final : public TrainingLoss {
+ public:
+  explicit RtmdetLoss(const LossGains& gains) { options_.global_normaliser = gains.global_normaliser; }
+  LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
+    return rtmdet::loss(maps, targets, options_);
+  }
+  std::string capture_obstacle() const override { return "the dynamic soft-label assignment has data-dependent shapes"; }
+
+ private:
+  rtmdet::LossOptions options_;
+};
+
+class RtmdetFamily final : public Family {
+ public:
+  std::string_view name() const override { return "rtmdet"; }
+  DetectionModel build(const std::string& size, int class_count, int, bool) const override {
+    rtmdet::Model net(size, class_count);
+    DetectionModel model;
+    model.display_name = fmt::format("RTMDet-{}", size);
+    model.default_image_size = 640;
+    model.module = net.ptr();
+    model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };
+    model.forward_raw = model.forward;  // the same maps in both modes: the decoder applies the sigmoid
+    model.fuse = [net]() mutable { nn::fuse_for_inference(*net); };
+    return model;
+  }
+  // LibreYOLO's default groups: the model's direct children.
+  std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "neck.", "head."}; }
+  bool recognises_key(std::string_view name) const override { return name.starts_with("head.rtm_cls."); }
+  at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override {
+    // BGR, mmdetection's mean and standard deviation (in BGR order), not divided by 255
+    const auto options = at::TensorOptions().dtype(at::kFloat).device(device);
+    const at::Tensor mean = at::tensor({103.53, 116.28, 123.675}, at::kFloat).view({1, 3, 1, 1}).to(options);
+    const at::Tensor std = at::tensor({57.375, 57.12, 58.395}, at::kFloat).view({1, 3, 1, 1}).to(options);
+    return images.to(device, /*non_blocking=*/true).flip(1).to(at::kFloat).sub_(mean).div_(std);
+  }
+  Decoded decode(const std::vector<at::Tensor>& maps) const override { return rtmdet::decode(maps); }
+  std::vector<std::string> loss_names() const override { return {"cls_loss", "bbox_loss"}; }
+  std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<RtmdetLoss>(gains); }
+  bool channels_last_on_cpu() const override { return false; }
+  bool warms_up_momentum() const override { return false; }
+  data::Recipe augment_recipe() const override { return data::Recipe::yolox; }  // YOLOX's mosaic-mixup pipeline
+  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
+    return rtmdet::option_defaults(size);
+  }
+};
+
+}  // namespace
+
+const Family& family() {
+  static const RtmdetFamily instance;
+  return instance;
+}
+
+}  // namespace libreyolo::models::rtmdet
