@@ -1,10 +1,12 @@
-// One training step of an anchor-head YOLO family on this machine, by phase (JSON line): the
-// forward, the loss (the family's own: YOLOv5's anchor matching, CIoU, objectness, classes), the
-// backward, and SGD with gradient clipping (yolov5's recipe: lr 0.01, momentum 0.937 with Nesterov,
-// weight decay 5e-4 on the weights, clip 10), on the trainer's own optimizer and clipping. Random images and targets (normalised rows, as the loader collates
+// One training step of a convolutional family on this machine, by phase (JSON line): the forward,
+// the loss (the family's own: YOLOv5's anchor matching, YOLOv7's SimOTA, RTMDet's soft-label
+// assigner), the backward, and the optimizer on the trainer's own groups and clipping: SGD (lr
+// 0.01, momentum 0.937 with Nesterov, weight decay 5e-4 on the weights; yolov5 clips at 10) or
+// AdamW (RTMDet's: lr 0.004, weight decay 0.05, no clipping). Random images and targets (normalised rows, as the loader collates
 // them), the same each step; medians over `steps` after one warm-up step. bench/yolo_step.py runs
 // this beside the reference's step.
 //   bench/yolo_step [model=yolov5n] [imgsz=320] [batch=8] [steps=5] [targets=6] [classes=80] [channels_last=auto|0|1]
+//                   [optimizer=sgd|adamw] [clip=10]
 // (channels_last=auto: the layout the trainer picks on the CPU, Family::channels_last_on_cpu)
 #include "median.h"
 #include "models/family.h"
@@ -32,12 +34,13 @@ double since(Clock::time_point start) { return std::chrono::duration<double>(Clo
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> args{{"model", "yolov5n"}, {"imgsz", "320"}, {"batch", "8"}, {"steps", "5"}, {"targets", "6"},
-                                          {"classes", "80"}, {"channels_last", "auto"}};
+                                          {"classes", "80"}, {"channels_last", "auto"}, {"optimizer", "sgd"}, {"clip", "10"}};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto eq = arg.find('=');
     if (eq == std::string::npos || !args.count(arg.substr(0, eq))) {
-      fmt::print(stderr, "usage: yolo_step [model=yolov5n] [imgsz=320] [batch=8] [steps=5] [targets=6] [classes=80] [channels_last=auto|0|1]\n");
+      fmt::print(stderr, "usage: yolo_step [model=yolov5n] [imgsz=320] [batch=8] [steps=5] [targets=6] [classes=80] "
+                         "[channels_last=auto|0|1] [optimizer=sgd|adamw] [clip=10]\n");
       return 2;
     }
     args[arg.substr(0, eq)] = arg.substr(eq + 1);
@@ -53,7 +56,11 @@ int main(int argc, char** argv) {
   if (channels_last) to_channels_last(*model.module);
   const auto loss = family.make_loss({.box = 0.05, .cls = 0.5, .obj = 1.0, .image_size = imgsz, .classes = classes});
   // the trainer's optimizer: its parameter groups (BatchNorm weights, decayed weights, biases)
-  const auto optimizer = libreyolo::train::make_optimizer(libreyolo::train::parameter_groups(*model.module), {});
+  const bool adamw = args["optimizer"] == "adamw";
+  const double clip = std::stod(args["clip"]);
+  const auto optimizer = libreyolo::train::make_optimizer(
+      libreyolo::train::parameter_groups(*model.module),
+      {.name = args["optimizer"], .lr0 = adamw ? 0.004 : 0.01, .momentum = 0.937, .nesterov = true, .weight_decay = adamw ? 0.05 : 5e-4});
   std::vector<at::Tensor> parameters = model.module->parameters();
   const at::Tensor images = channels_last ? at::rand({batch, 3, imgsz, imgsz}).contiguous(at::MemoryFormat::ChannelsLast)
                                           : at::rand({batch, 3, imgsz, imgsz});
@@ -80,7 +87,7 @@ int main(int argc, char** argv) {
     for (const auto& p : parameters) {
       if (p.grad().defined()) grads.push_back(p.grad());
     }
-    libreyolo::train::clip_gradients(grads, 10.0);
+    if (clip > 0) libreyolo::train::clip_gradients(grads, clip);
     optimizer->step();
     const double optimizer_step = since(start);
     if (step == 0) continue;  // warm-up
@@ -92,7 +99,8 @@ int main(int argc, char** argv) {
   }
   nlohmann::json out = {{"bench", "yolo_step"}, {"implementation", "libreyolo (C++)"}, {"model", args["model"]},
                         {"imgsz", imgsz}, {"batch", batch}, {"targets_per_image", per_image}, {"steps", steps},
-                        {"threads", at::get_num_threads()}, {"channels_last", channels_last}};
+                        {"threads", at::get_num_threads()}, {"channels_last", channels_last}, {"optimizer", args["optimizer"]},
+                        {"clip", clip}};
   for (const auto& [phase, values] : phases) out[phase] = libreyolo::bench::median(values);
   fmt::print("{}\n", out.dump());
   return 0;

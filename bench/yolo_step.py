@@ -1,14 +1,16 @@
-"""A YOLOv5 training step on the CPU, ours (bench/yolo_step) beside the original's (PyPI
-yolov5==7.0.14: its Model from yolov5<size>.yaml, ComputeLoss with hyp.scratch-low's gains as
-train.py scales them, torch's SGD with Nesterov momentum and clip_grad_norm_ 10), same size,
-input size, batch, number of targets and recipe, by phase: forward, loss, backward, optimizer.
-Medians over --steps after a warm-up step; --repeat runs each implementation that many times,
-interleaved, and reports the median of their medians.
+"""A training step of a convolutional family on the CPU, ours (bench/yolo_step) beside its
+oracle's, same size, input size, batch, number of targets and recipe, by phase: forward, loss,
+backward, optimizer. YOLOv5 against the original (PyPI yolov5==7.0.14: its Model from
+yolov5<size>.yaml, ComputeLoss with hyp.scratch-low's gains as train.py scales them, torch's SGD
+with Nesterov momentum and clip_grad_norm_ 10); YOLOv7-b and RTMDet against libreyolo 1.6.0 (its
+network and loss; SGD with Nesterov momentum, or RTMDet's AdamW 0.004, no clipping). Medians over
+--steps after a warm-up step; --repeat runs each implementation that many times, interleaved, and
+reports the median of their medians.
 
-    python3 bench/yolo_step.py [--model yolov5n] [--imgsz 320] [--batch 8] [--steps 5] [--repeat 3]
-                               [--targets 6] [--threads N]
+    python3 bench/yolo_step.py [--model yolov5n|yolo7-b|rtmdet-t...] [--imgsz 320] [--batch 8] [--steps 5]
+                               [--repeat 3] [--targets 6] [--threads N]
 
-Needs the test venv (yolov5 7.0.14, torch) for the reference; run it with that venv's Python.
+Needs the test venv (yolov5 7.0.14, libreyolo 1.6.0, torch) for the references; run it with that venv's Python.
 """
 import argparse
 import json
@@ -23,17 +25,49 @@ from machine import ROOT, interleaved_medians
 PHASES = ("forward_s", "loss_s", "backward_s", "optimizer_s", "step_s")
 
 
-def reference_step(args):
+def random_rows(args, torch):
+    """(image, class, cx, cy, w, h) rows, normalised, as the loader collates them."""
+    count = args.batch * args.targets
+    sizes = 0.05 + 0.3 * torch.rand(count, 2)
+    return torch.cat([torch.arange(args.batch).repeat_interleave(args.targets)[:, None].float(),
+                      torch.randint(0, 80, (count, 1)).float(), sizes / 2 + (1 - sizes) * torch.rand(count, 2), sizes], 1)
+
+
+def libreyolo_setup(args, torch):
+    """(model, loss of the maps, optimizer, clip) for the families libreyolo 1.6.0 trains."""
+    rows = random_rows(args, torch)
+    pixels = rows[:, 2:] * args.imgsz
+    per_image = [rows[:, 0] == b for b in range(args.batch)]
+    if args.model.startswith("yolo7"):
+        from libreyolo.models.yolo7.loss import YOLOv7Loss
+        from libreyolo.models.yolo7.net import YOLOv7Model
+        model = YOLOv7Model(num_classes=80)
+        criterion = YOLOv7Loss(80, model.anchors, model.strides, distributed_normalize=False)
+        labels = torch.stack([torch.cat([rows[m, 1:2], pixels[m]], 1) for m in per_image])  # (cls, cx, cy, w, h) px
+        loss = lambda maps: criterion(maps, labels)["total_loss"]
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True, weight_decay=5e-4)
+    else:
+        from libreyolo.models.rtmdet.loss import RTMDetLoss
+        from libreyolo.models.rtmdet.nn import LibreRTMDetModel
+        model = LibreRTMDetModel(size=args.model.split("-")[-1], nc=80)
+        criterion = RTMDetLoss(num_classes=80, distributed_normalize=False)
+        xyxy = torch.cat([pixels[:, :2] - pixels[:, 2:] / 2, pixels[:, :2] + pixels[:, 2:] / 2], 1)
+        boxes = [xyxy[m] for m in per_image]
+        classes = [rows[m, 1].long() for m in per_image]
+        loss = lambda maps: criterion(maps[0], maps[1], boxes, classes)["total_loss"]
+        optimizer = torch.optim.AdamW(model.parameters(), lr=0.004, weight_decay=0.05)
+    return model, loss, optimizer, 0.0
+
+
+def yolov5_setup(args, torch):
     import contextlib
     import io
     import pathlib
 
-    import torch
     import yolov5
     from yolov5.models.yolo import Model
     from yolov5.utils.loss import ComputeLoss
 
-    torch.manual_seed(0)
     size = args.model.removeprefix("yolov5")
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         model = Model(str(pathlib.Path(yolov5.__file__).parent / "models" / f"yolov5{size}.yaml"), ch=3, nc=80)
@@ -41,27 +75,33 @@ def reference_step(args):
     model.hyp = {"box": 0.05 * 3 / nl, "cls": 0.5 * 3 / nl, "obj": (args.imgsz / 640) ** 2 * 3 / nl, "cls_pw": 1.0,
                  "obj_pw": 1.0, "anchor_t": 4.0, "fl_gamma": 0.0, "label_smoothing": 0.0}
     compute = ComputeLoss(model)
-    model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True, weight_decay=5e-4)
+    targets = random_rows(args, torch)
+    return model, lambda maps: compute(maps, targets)[0], optimizer, 10.0
+
+
+def reference_step(args):
+    import torch
+
+    torch.manual_seed(0)
+    model, compute, optimizer, clip = (yolov5_setup if args.model.startswith("yolov5") else libreyolo_setup)(args, torch)
+    model.train()
     images = torch.rand(args.batch, 3, args.imgsz, args.imgsz)
-    count = args.batch * args.targets
-    sizes = 0.05 + 0.3 * torch.rand(count, 2)
-    targets = torch.cat([torch.arange(args.batch).repeat_interleave(args.targets)[:, None].float(),
-                         torch.randint(0, 80, (count, 1)).float(), sizes / 2 + (1 - sizes) * torch.rand(count, 2), sizes], 1)
     phases = {name: [] for name in PHASES}
     for step in range(args.steps + 1):
         start = time.perf_counter()
         maps = model(images)
         forward = time.perf_counter() - start
         start = time.perf_counter()
-        loss = compute(maps, targets)[0]
+        loss = compute(maps)
         loss_time = time.perf_counter() - start
         start = time.perf_counter()
         optimizer.zero_grad()
         loss.backward()
         backward = time.perf_counter() - start
         start = time.perf_counter()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=10.0)
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=clip)
         optimizer.step()
         optimizer_step = time.perf_counter() - start
         if step == 0:
@@ -79,9 +119,11 @@ def ours_step(args):
     # importing yolov5 sets OMP_NUM_THREADS to min(8, cpus - 1) in this process's environment, which
     # a child would inherit: ours gets the intra-op threads the reference's torch runs with
     env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()))
+    recipe = (["optimizer=adamw", "clip=0"] if args.model.startswith("rtmdet")
+              else ["optimizer=sgd", "clip=10" if args.model.startswith("yolov5") else "clip=0"])
     output = subprocess.run([binary, f"model={args.model}", f"imgsz={args.imgsz}", f"batch={args.batch}",
-                             f"steps={args.steps}", f"targets={args.targets}"], check=True, capture_output=True, text=True,
-                            env=env)
+                             f"steps={args.steps}", f"targets={args.targets}", *recipe], check=True, capture_output=True,
+                            text=True, env=env)
     return json.loads(output.stdout.strip().splitlines()[-1])
 
 

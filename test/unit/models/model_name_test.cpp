@@ -77,6 +77,10 @@ TEST_CASE("YOLOv5's names, as its guide writes them", "[model_name]") {
   CHECK(parse_model_name("YOLO7b").size == "b");
   CHECK(parse_model_name("LibreYOLO7b.pt").family == "yolo7");
   CHECK(parse_model_name("yolo7-b").weights_name() == "LibreYOLO7b.pt");
+  CHECK(parse_model_name("rtmdet-t").family == "rtmdet");
+  CHECK(parse_model_name("RTMDet-x").size == "x");
+  CHECK(parse_model_name("LibreRTMDets.pt").size == "s");
+  CHECK(parse_model_name("rtdetr-r18").family == "rtdetr");  // rtmdet is not a prefix of it
   const auto s = parse_model_name("yolov5s");
   CHECK(s.family == "yolov5");
   CHECK(s.size == "s");

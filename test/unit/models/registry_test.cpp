@@ -12,7 +12,9 @@ TEST_CASE("GFLOPs are within 3 % of the published figures", "[registry]") {
   // (deployed) model; the YOLOX README profiles the model as built, BatchNorms included.
   const std::vector<std::tuple<std::string, int, double, bool>> published = {
       {"yolo9-t", 640, 7.7, true}, {"yolo9-s", 640, 26.4, true}, {"yolox-n", 416, 1.08, false},
-      {"yolox-t", 416, 6.45, false}, {"yolox-s", 640, 26.8, false}, {"yolov5n", 640, 4.5, true}, {"yolov5s", 640, 16.5, true}};
+      {"yolox-t", 416, 6.45, false}, {"yolox-s", 640, 26.8, false}, {"yolov5n", 640, 4.5, true}, {"yolov5s", 640, 16.5, true},
+      {"rtmdet-t", 640, 16.2, false},  // mmdetection's RTMDet README: 8.1 G multiply-adds
+      {"yolo7-b", 640, 104.7, true}};  // the YOLOv7 paper's YOLOv7 (its RepConv deployed as one conv)
   for (const auto& [name, size, gflops, fused] : published) {
     DetectionModel model = build_model(parse_model_name(name), 80);
     if (fused) model.fuse();
@@ -54,6 +56,24 @@ TEST_CASE("YOLOv7-b has libreyolo 1.6.0's parameter count and three maps of thre
   CHECK(maps[0].sizes() == c10::IntArrayRef{1, 18, 8, 12});
   CHECK(maps[2].sizes() == c10::IntArrayRef{1, 18, 2, 3});
   CHECK_THROWS_AS(build_model(ModelName{"yolo7", "t", false}, 80), libreyolo::ModelError);
+}
+
+TEST_CASE("RTMDet's sizes have libreyolo 1.6.0's parameter counts, the shared convolutions once", "[registry]") {
+  // LibreRTMDetModel(size, nc) named_parameters (which counts a shared tensor once), nc 80 and 1
+  const std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> counts = {
+      {"rtmdet-t", 4896168, 4873179}, {"rtmdet-s", 8886924, 8856351}, {"rtmdet-m", 24709188, 24663447},
+      {"rtmdet-l", 52315804, 52254895}, {"rtmdet-x", 94855572, 94779495}};
+  for (const auto& [name, at80, at1] : counts) {
+    INFO(name);
+    CHECK(summarize(build_model(parse_model_name(name), 80), 64, 64).parameters == at80);
+    CHECK(summarize(build_model(parse_model_name(name), 1), 64, 64).parameters == at1);
+  }
+  DetectionModel model = build_model(parse_model_name("rtmdet-t"), 3);
+  model.module->eval();
+  const auto maps = model.forward(at::zeros({1, 3, 64, 96}));
+  REQUIRE(maps.size() == 3);
+  CHECK(maps[0].sizes() == c10::IntArrayRef{1, 7, 8, 12});  // 4 distances + 3 classes
+  CHECK(maps[2].sizes() == c10::IntArrayRef{1, 7, 2, 3});
 }
 
 TEST_CASE("FLOPs are counted once per convolution, with bias and BatchNorm as thop does", "[registry]") {
