@@ -344,6 +344,11 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   loaded.image_size = checkpoint.image_size;
   std::map<std::string, at::Tensor> tensors(checkpoint.model.begin(), checkpoint.model.end());
   const Family& model_family = family(loaded.name.family);
+  try {
+    model_family.normalise_tensors(tensors);
+  } catch (const ModelError& e) {
+    throw ModelError(fmt::format("{}: {}", path.string(), e.what()));
+  }
   // YOLOv9 training checkpoints (LibreYOLO's and ours) hold the PGI auxiliary branch (aux.*,
   // aux_head.*) too: a training-only path that inference drops. Resume reads it from the file itself.
   if (std::erase_if(tensors, [&](const auto& item) { return model_family.is_training_only_tensor(item.first); }) > 0 && note_dropped) {

@@ -97,6 +97,10 @@ class Family {
   // for inference; and that branch, named for the log.
   virtual bool is_training_only_tensor(std::string_view name) const { (void)name; return false; }
   virtual std::string_view training_only_branch() const { return {}; }
+  // A state dict as another implementation writes it, in the form ours loads (RTMDet: the copies
+  // of the head's shared convolutions that LibreYOLO repeats under levels 1 and 2 dropped, once
+  // checked equal to level 0's). Throws ModelError where the file cannot be this family's.
+  virtual void normalise_tensors(std::map<std::string, at::Tensor>& tensors) const { (void)tensors; }
   // The layer groups freeze=N counts, in order, as state-dict prefixes ("backbone.conv0.").
   virtual std::vector<std::string> freeze_groups(bool with_aux) const = 0;
   // True when a state-dict key is this family's own (to identify a file that does not say).

@@ -1,7 +1,9 @@
 """Checkpoint interop with Python, both directions, with libreyolo 1.6.0 and torch as the oracle.
 
     checkpoint_interop.py DIR write   Python side first: LibreYOLO checkpoints of YOLOX-n,
-                                      YOLOv9-t and RT-DETR-l as LibreYOLO trains it from weights
+                                      YOLOv9-t, YOLOv7-b, RTMDet-t (its head's shared
+                                      convolutions repeated under every level's name) and
+                                      RT-DETR-l as LibreYOLO trains it from weights
                                       (HGNetv2 with frozen norms: no num_batches_tracked)
                                       (torch.save of a state dict with _metadata, schema
                                       v1.0 metadata, training extras), an input batch and the
@@ -25,6 +27,8 @@ try:
     from libreyolo.models.rtdetr.hgnetv2 import HGNetv2
     from libreyolo.models.rtdetr.model import RTDETR_CONFIGS
     from libreyolo.models.rtdetr.nn import RTDETRModel
+    from libreyolo.models.rtmdet.nn import LibreRTMDetModel
+    from libreyolo.models.yolo7.net import YOLOv7Model
     from libreyolo.utils.serialization import validate_checkpoint_metadata, wrap_libreyolo_checkpoint
 except ImportError as error:  # the venv is there (the wrapper skips only without it): a missing oracle fails
     print(f"FAIL: the test venv cannot import an oracle ({error}); run scripts/setup.sh")
@@ -34,7 +38,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from detr_reference import randomise_norms  # noqa: E402
 from make_reference import head_maps  # noqa: E402
 
-MODELS = [("yolox", "n", 416), ("yolo9", "t", 640), ("rtdetr", "l", 640)]
+MODELS = [("yolox", "n", 416), ("yolo9", "t", 640), ("yolo7", "b", 640), ("rtmdet", "t", 640), ("rtdetr", "l", 640)]
+SHARED = {f"head.{tower}_convs.{level}.{i}.conv.weight" for tower in ("cls", "reg") for level in (1, 2) for i in (0, 1)}
 
 
 def build(family, size):
@@ -47,6 +52,10 @@ def build(family, size):
                            eval_idx=cfg["eval_idx"])
     if family == "yolox":
         return yolox_nn.LibreYOLOXModel(config=size, nb_classes=80)
+    if family == "yolo7":
+        return YOLOv7Model(num_classes=80)
+    if family == "rtmdet":
+        return LibreRTMDetModel(size=size, nc=80)
     return yolo9_nn.LibreYOLO9Model(config=size, nb_classes=80)
 
 
@@ -56,6 +65,13 @@ def eval_outputs(family, model, images):
         with torch.no_grad():
             out = model(images)
         return [out["pred_logits"], out["pred_boxes"]]
+    if family in ("yolo7", "rtmdet"):
+        model.eval()
+        with torch.no_grad():
+            out = model(images)
+        if family == "rtmdet":  # ours per level: the distances, then the class logits
+            return [torch.cat([reg, cls], 1) for cls, reg in zip(*out)]
+        return list(out)
     return head_maps(family, model, images, train=False)
 
 
@@ -93,7 +109,13 @@ def check(work):
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
         errors = validate_checkpoint_metadata(checkpoint, strict=False)
         model = build(family, size)
-        model.load_state_dict(checkpoint["model"], strict=True)
+        if family == "rtmdet":
+            missing, unexpected = model.load_state_dict(checkpoint["model"], strict=False)
+            if set(missing) != SHARED or unexpected:
+                print(f"  {path.name}: missing {missing}, unexpected {unexpected} MISMATCH")
+                ok = False
+        else:
+            model.load_state_dict(checkpoint["model"], strict=True)
         outputs = eval_outputs(family, model, ours.get(f"{family}.input", ours["input"]))
         for level, out in enumerate(outputs):
             diff = (out - ours[f"{family}.{level}"]).abs().max().item()

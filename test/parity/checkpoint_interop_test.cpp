@@ -1,5 +1,5 @@
 // C++ side of the checkpoint interop test: loads the Python-written LibreYOLO checkpoints (YOLOX-n,
-// YOLOv9-t, RT-DETR-l in the fine-tune form with frozen backbone norms) with
+// YOLOv9-t, YOLOv7-b, RTMDet-t, RT-DETR-l in the fine-tune form with frozen backbone norms) with
 // model=path (family, size and nc from the file), checks the outputs against Python's, then
 // writes them back as cpp-*.pt (training extras kept) for Python to load.
 //   checkpoint_interop_test DIR
@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   try {
     const auto reference = read_safetensors(dir + "/py-outputs.safetensors");
     NamedTensors ours{{"input", reference.at("input")}};
-    for (const auto& [family, size] : {std::pair{"yolox", "n"}, std::pair{"yolo9", "t"}, std::pair{"rtdetr", "l"}}) {
+    for (const auto& [family, size] : {std::pair{"yolox", "n"}, std::pair{"yolo9", "t"}, std::pair{"yolo7", "b"}, std::pair{"rtmdet", "t"},
+                                        std::pair{"rtdetr", "l"}}) {
       const std::string from = fmt::format("{}/py-{}-{}.pt", dir, family, size);
       std::optional<Checkpoint> read;
       LoadedModel loaded = load_model(from, /*class_count=*/1, &read);  // nc comes from the file

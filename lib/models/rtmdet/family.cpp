@@ -1,5 +1,7 @@
 #include "models/rtmdet/family.h"
 
+#include "core/error.h"
+
 #include "models/rtmdet/loss.h"
 #include "models/rtmdet/model.h"
 #include "models/rtmdet/recipe.h"
@@ -7,6 +9,9 @@
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+
+#include <map>
+#include <regex>
 
 namespace libreyolo::models::rtmdet {
 
@@ -37,6 +42,21 @@ class RtmdetFamily final : public Family {
     model.forward_raw = model.forward;  // the same maps in both modes: the decoder applies the sigmoid
     model.fuse = [net]() mutable { nn::fuse_for_inference(*net); };
     return model;
+  }
+  void normalise_tensors(std::map<std::string, at::Tensor>& tensors) const override {
+    static const std::regex shared(R"(head\.(cls|reg)_convs\.[12]\.([01])\.conv\.weight)");
+    for (auto it = tensors.begin(); it != tensors.end();) {
+      std::smatch m;
+      if (!std::regex_match(it->first, m, shared)) {
+        ++it;
+        continue;
+      }
+      const auto owner = tensors.find(fmt::format("head.{}_convs.0.{}.conv.weight", m[1].str(), m[2].str()));
+      if (owner == tensors.end() || !owner->second.equal(it->second)) {
+        throw ModelError(fmt::format("{} differs from level 0's convolution, which RTMDet's head shares across levels", it->first));
+      }
+      it = tensors.erase(it);
+    }
   }
   // LibreYOLO's default groups: the model's direct children.
   std::vector<std::string> freeze_groups(bool) const override { return {"backbone.", "neck.", "head."}; }

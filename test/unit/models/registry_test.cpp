@@ -1,7 +1,12 @@
 #include "core/error.h"
+#include "models/family.h"
 #include "models/registry.h"
+#include "models/safetensors.h"
 
 #include <cmath>
+#include <map>
+
+#include <fmt/format.h>
 
 #include "catch.h"  // last: see catch.h
 
@@ -74,6 +79,27 @@ TEST_CASE("RTMDet's sizes have libreyolo 1.6.0's parameter counts, the shared co
   REQUIRE(maps.size() == 3);
   CHECK(maps[0].sizes() == c10::IntArrayRef{1, 7, 8, 12});  // 4 distances + 3 classes
   CHECK(maps[2].sizes() == c10::IntArrayRef{1, 7, 2, 3});
+}
+
+TEST_CASE("RTMDet reads LibreYOLO's repeated shared convolutions and refuses copies that differ", "[registry]") {
+  DetectionModel model = build_model(parse_model_name("rtmdet-t"), 3);
+  const NamedTensors ours = state_dict(*model.module);
+  std::map<std::string, at::Tensor> tensors(ours.begin(), ours.end());
+  CHECK(tensors.count("head.cls_convs.0.1.conv.weight") == 1);
+  CHECK(tensors.count("head.cls_convs.2.1.conv.weight") == 0);  // shared: stored once
+  CHECK(tensors.count("head.cls_convs.2.1.bn.weight") == 1);    // each level's own BatchNorm
+  auto theirs = tensors;
+  for (const char* tower : {"cls", "reg"}) {
+    for (int level : {1, 2}) {
+      for (int i : {0, 1}) theirs[fmt::format("head.{}_convs.{}.{}.conv.weight", tower, level, i)] = tensors.at(fmt::format("head.{}_convs.0.{}.conv.weight", tower, i)).clone();
+    }
+  }
+  auto read = theirs;
+  family("rtmdet").normalise_tensors(read);
+  CHECK(read.size() == tensors.size());
+  CHECK_NOTHROW(load_state_dict(*model.module, read, /*strict=*/true));
+  theirs["head.reg_convs.2.0.conv.weight"] += 1;
+  CHECK_THROWS_AS(family("rtmdet").normalise_tensors(theirs), libreyolo::ModelError);
 }
 
 TEST_CASE("FLOPs are counted once per convolution, with bias and BatchNorm as thop does", "[registry]") {
