@@ -53,7 +53,9 @@ class Yolo7Family final : public Family {
   }
   std::vector<std::string> loss_names() const override { return {"iou_loss", "obj_loss", "cls_loss"}; }
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<Yolo7Loss>(gains); }
-  bool channels_last_on_cpu() const override { return false; }
+  // Measured (bench/yolo_step, 2-core AMD EPYC with AVX-512, 320 px, batch 8): the forward 2.3-3.6x
+  // and the step 1.4x faster channels-last
+  bool channels_last_on_cpu() const override { return true; }
   bool warms_up_momentum() const override { return false; }
   // YOLOv9's transform classes with YOLOX's settings (libreyolo 1.6.0): YOLOX's mosaic, affine and
   // additive HSV; the input in RGB / 255
