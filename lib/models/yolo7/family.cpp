@@ -53,9 +53,9 @@ class Yolo7Family final : public Family {
   }
   std::vector<std::string> loss_names() const override { return {"iou_loss", "obj_loss", "cls_loss"}; }
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<Yolo7Loss>(gains); }
-  // Channels-last measured a 1.4x step (bench/yolo_step, 2-core AMD EPYC, 320 px, batch 8), but the
-  // coco8 over-fit (slow_overfit_coco8_yolo7-b) turns NaN at epoch 3 with it, reproducibly, and not
-  // without it: contiguous until that is understood.
+  // Channels-last measured a 1.4x step (bench/yolo_step, 2-core AMD EPYC, 320 px, batch 8); kept
+  // contiguous while the coco8 over-fit (slow_overfit_coco8_yolo7-b) turns NaN, at epoch 3 in that
+  // layout and at epoch 10 in this one (LibreYOLO's trains on past epoch 44): not yet understood.
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }
   // YOLOv9's transform classes with YOLOX's settings (libreyolo 1.6.0): YOLOX's mosaic, affine and
