@@ -72,6 +72,30 @@ inline void compare_gradients(torch::nn::Module& module, const Tensors& referenc
   if (trainable != reference.size()) comparison.missing();
 }
 
+// Every trainable parameter's gradient against `reference` (name -> gradient), each as its largest
+// difference relative to the reference tensor's largest entry: the worst of them and its name;
+// 1e30 when a gradient is missing or the counts differ.
+struct WorstGradient {
+  double worst = 0;
+  std::string name;
+};
+inline WorstGradient largest_relative_gradient_difference(const torch::nn::Module& module, const Tensors& reference) {
+  WorstGradient out;
+  const auto parameters = module.named_parameters();
+  if (reference.size() != parameters.size()) out.worst = 1e30;
+  for (const auto& item : parameters) {
+    const auto it = reference.find(item.key());
+    if (it == reference.end() || !item.value().grad().defined()) {
+      out = {1e30, item.key()};
+      continue;
+    }
+    const double scale = it->second.abs().max().item<double>();
+    const double d = (item.value().grad() - it->second).abs().max().item<double>() / std::max(scale, 1e-30);
+    if (d > out.worst) out = {d, item.key()};
+  }
+  return out;
+}
+
 // main() of a parity checker: `checker DIR` reads DIR/<file>, runs `run_case` on case0, case1, ...
 // (while "<case>.<marker>" exists) and prints "<title> parity: OK" or FAILED. Exit 0, 1, or 2 for usage.
 inline int run_cases(int argc, char** argv, const std::string& file, const std::string& marker, const std::string& title,

@@ -128,22 +128,10 @@ bool run_case(const parity::Tensors& io, const std::string& key) {
   // through the network (eval mode): every parameter's gradient
   yolo7::loss(model->forward(input), targets, {}).total.backward();
   const parity::Tensors reference = parity::with_prefix(io, key + ".grad.");
-  double worst = reference.size() == model->parameters().size() ? 0 : 1e30;
-  std::string worst_name;
-  for (const auto& item : model->named_parameters()) {
-    const auto it = reference.find(item.key());
-    if (it == reference.end() || !item.value().grad().defined()) {
-      worst = 1e30;
-      continue;
-    }
-    const double scale = it->second.abs().max().item<double>();
-    const double d = (item.value().grad() - it->second).abs().max().item<double>() / std::max(scale, 1e-30);
-    if (d > worst) worst_name = item.key();
-    worst = std::max(worst, d);
-  }
+  const parity::WorstGradient gradients = parity::largest_relative_gradient_difference(*model, reference);
   report(fmt::format("parameter gradients (largest difference relative to the tensor's largest entry, {} tensors; worst {})",
-                     reference.size(), worst_name),
-         worst, kGradientTolerance);
+                     reference.size(), gradients.name),
+         gradients.worst, kGradientTolerance);
   return ok;
 }
 

@@ -60,9 +60,11 @@ Predictions predictions(const std::vector<at::Tensor>& maps) {
   std::vector<at::Tensor> flat;
   for (const at::Tensor& map : maps) flat.push_back(map.to(at::kFloat).flatten(2).transpose(1, 2));  // [B, HW, 4 + nc]
   const at::Tensor raw = at::cat(flat, 1);
-  const at::Tensor points = priors(maps).narrow(1, 0, 2).unsqueeze(0);
+  const at::Tensor prior_rows = priors(maps);
+  const at::Tensor points = prior_rows.narrow(1, 0, 2).unsqueeze(0);
   const at::Tensor distance = raw.narrow(2, 0, 4);
-  return {at::cat({points - distance.narrow(2, 0, 2), points + distance.narrow(2, 2, 2)}, 2), raw.narrow(2, 4, raw.size(2) - 4)};
+  return {at::cat({points - distance.narrow(2, 0, 2), points + distance.narrow(2, 2, 2)}, 2), raw.narrow(2, 4, raw.size(2) - 4),
+          prior_rows};
 }
 
 Assignment assign(const at::Tensor& boxes, const at::Tensor& logits, const at::Tensor& prior_points, const TargetBatch& targets) {
@@ -121,10 +123,9 @@ Assignment assign(const at::Tensor& boxes, const at::Tensor& logits, const at::T
 
 LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, const LossOptions& options) {
   const Predictions p = predictions(maps);
-  const at::Tensor points = priors(maps);
-  const Assignment a = assign(p.boxes.detach(), p.logits.detach(), points, targets);
+  const Assignment a = assign(p.boxes.detach(), p.logits.detach(), p.priors, targets);
   const at::Tensor norm = loss_normaliser(a.iou.sum(), options.global_normaliser);
-  const std::int64_t batch = p.boxes.size(0), classes = p.logits.size(2);
+  const std::int64_t batch = p.boxes.size(0);
   const at::Tensor slots_class = targets.slots() == 0 ? at::zeros_like(a.gt_index) : targets.classes.gather(1, a.gt_index);
 
   // QFL: every class of every prior against 0, the matched class of a foreground prior against its IoU.
@@ -146,7 +147,6 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
     const at::Tensor weight = a.iou.flatten().index_select(0, rows);
     bbox_loss = options.box_weight * ((1 - giou(pred, gt)) * weight).sum() / norm;
   }
-  (void)classes;
   return {cls_loss + bbox_loss, {{"cls_loss", cls_loss.detach()}, {"bbox_loss", bbox_loss.detach()}}};
 }
 

@@ -25,9 +25,9 @@ struct LossOptions {
 at::Tensor priors(const std::vector<at::Tensor>& maps);
 
 // Boxes (x1, y1, x2, y2) [B, N, 4] and class logits [B, N, nc] of the maps ([B, 4 + nc, H, W]
-// per level: distances in pixels, then logits), float32.
+// per level: distances in pixels, then logits), float32, and the priors they were decoded from.
 struct Predictions {
-  at::Tensor boxes, logits;
+  at::Tensor boxes, logits, priors;
 };
 Predictions predictions(const std::vector<at::Tensor>& maps);
 
