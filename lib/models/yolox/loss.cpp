@@ -22,7 +22,11 @@ SimOtaAssignment match(const at::Tensor& class_logits, const at::Tensor& objectn
                        const at::Tensor& candidate, bool original) {
   const std::int64_t batch = class_logits.size(0), anchors = class_logits.size(1), slots = gt.size(1);
   // Costs over (box, anchor).
-  const at::Tensor iou = centre_size_iou(gt.unsqueeze(2), boxes.unsqueeze(1)) * candidate;  // [B, G, A]
+  // [B, G, A]; selected, not multiplied: an empty slot's zero box against a prediction collapsed to
+  // zero area is 0/0, and NaN x 0 would reach the matched IoU (LibreYOLO never pairs them: it
+  // assigns each image's real boxes only).
+  const at::Tensor iou =
+      at::where(candidate & valid, centre_size_iou(gt.unsqueeze(2), boxes.unsqueeze(1)), at::zeros({}, boxes.options()));
   const at::Tensor p = (class_logits.sigmoid() * objectness_logits.sigmoid().unsqueeze(-1)).sqrt();  // [B, A, nc]
   const at::Tensor all_negative = negative_log(1 - p).sum(-1).unsqueeze(1);                        // [B, 1, A]
   const at::Tensor p_of_class =

@@ -273,6 +273,39 @@ TEST_CASE("SimOTA gives an anchor claimed by two boxes to the cheaper one", "[si
   CHECK(result.iou[0][27].item<double>() == Approx(248.0 / 264.0).epsilon(1e-5));
 }
 
+TEST_CASE("SimOTA stays finite when a prediction collapses to zero area beside empty target slots", "[simota]") {
+  // Image 0 has one box and so one empty slot (a zero box); image 1 has two. Anchor 28 of each
+  // predicts a 0x0 box (YOLOv7's (2 sigmoid)^2 underflows to 0): its IoU with the empty slot is 0/0,
+  // which must not reach the matched IoU, the class target or the loss (a YOLOv7-b over-fit went
+  // NaN at its tenth epoch on exactly this).
+  const AnchorPoints points = anchors_for(64);
+  const std::int64_t anchors = points.centres.size(0);
+  const at::Tensor rows = at::tensor({0.f, 0.f, 0.5f, 0.5f, 0.25f, 0.25f,  //
+                                      1.f, 1.f, 0.5f, 0.5f, 0.25f, 0.25f,  //
+                                      1.f, 0.f, 0.25f, 0.25f, 0.2f, 0.2f}).view({3, 6});
+  const TargetBatch targets = pad_targets(rows, 2, 64, 64);
+  const at::Tensor one = predicted_cxcywh(anchors, {{27, {32, 32, 16, 16}}, {28, {32, 32, 0, 0}}});
+  const at::Tensor predicted = at::cat({one, one}, 0);
+  const at::Tensor logits = at::zeros({2, anchors, 2}), objectness = at::zeros({2, anchors});
+  const bool dense = GENERATE(false, true);
+  CAPTURE(dense);
+  const auto result = yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets,
+                                           yolox::SimOtaVariant::Current, dense);
+  CHECK(at::isfinite(result.iou).all().item<bool>());
+  CHECK(result.foreground[0][27].item<bool>());
+  CHECK(result.iou[0][27].item<double>() == Approx(1.0));
+
+  const at::Tensor boxes = predicted.clone().requires_grad_(true);
+  const at::Tensor class_logits = logits.clone().requires_grad_(true);
+  const LossTerms terms = yolox::simota_loss(
+      {.boxes = boxes, .objectness = objectness, .class_logits = class_logits, .cells = points.cells, .strides = points.strides},
+      targets, {.use_l1 = false});
+  REQUIRE(std::isfinite(terms.total.item<double>()));
+  terms.total.backward();
+  CHECK(at::isfinite(boxes.grad()).all().item<bool>());
+  CHECK(at::isfinite(class_logits.grad()).all().item<bool>());
+}
+
 namespace {
 
 template <typename Model, typename LossFn>
