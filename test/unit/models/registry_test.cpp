@@ -121,7 +121,8 @@ TEST_CASE("build_model refuses what it cannot build", "[registry]") {
 }
 
 TEST_CASE("to_channels_last keeps the network's outputs and gradients", "[registry]") {
-  for (const char* name : {"yolo9-t", "yolox-n", "yolov5n"}) {
+  for (const char* name : {"yolo9-t", "yolox-n", "yolov5n", "yolo7-b", "rtmdet-t"}) {
+    INFO(name);
     DetectionModel plain = build_model(parse_model_name(name), 3);
     DetectionModel nhwc = build_model(parse_model_name(name), 3);
     {
@@ -162,6 +163,38 @@ TEST_CASE("to_channels_last keeps the network's outputs and gradients", "[regist
       const auto& g = grads[item.key()].grad();
       INFO(item.key());
       CHECK((item.value().grad() - g).abs().max().item<double>() < 1e-7 * (1 + g.abs().max().item<double>()));
+    }
+  }
+}
+
+TEST_CASE("to_channels_last keeps float32 eval outputs within float32 rounding", "[registry]") {
+  // The layout training runs in: float32, where the CPU's channels-last kernels (oneDNN's, our
+  // BatchNorm-SiLU) sum in another order than the contiguous ones. Eval mode, so BatchNorm's batch
+  // statistics do not amplify the rounding; the bound is float32's, relative to the output's range.
+  for (const char* name : {"yolo9-t", "yolox-n", "yolov5n", "yolo7-b", "rtmdet-t"}) {
+    INFO(name);
+    at::manual_seed(3);
+    DetectionModel plain = build_model(parse_model_name(name), 3);
+    DetectionModel nhwc = build_model(parse_model_name(name), 3);
+    {
+      at::NoGradGuard no_grad;
+      const auto source = plain.module->named_parameters();
+      for (auto& item : nhwc.module->named_parameters()) item.value().copy_(source[item.key()]);
+      const auto buffers = plain.module->named_buffers();
+      for (auto& item : nhwc.module->named_buffers()) item.value().copy_(buffers[item.key()]);
+    }
+    to_channels_last(*nhwc.module);
+    plain.module->eval();
+    nhwc.module->eval();
+    at::NoGradGuard no_grad;
+    const auto x = at::rand({2, 3, 96, 96});
+    const auto a = plain.forward(x);
+    const auto b = nhwc.forward(x.contiguous(at::MemoryFormat::ChannelsLast));
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      REQUIRE(at::isfinite(b[i]).all().item<bool>());
+      const double scale = 1 + a[i].abs().max().item<double>();
+      CHECK((a[i] - b[i]).abs().max().item<double>() < 1e-4 * scale);
     }
   }
 }
