@@ -11,7 +11,10 @@ namespace libreyolo::data {
 enum class Recipe { yolo9, yolox, detr, dfine, deim };
 std::string_view recipe_name(Recipe recipe);
 
-// Letterboxed (aspect kept, grey border) or stretched to the square (the DETRs' plain resize).
-enum class InputFit { letterbox, stretch };
+// How an image meets the network outside training: letterboxed (aspect kept, grey border, centred
+// in a stride-32 rectangle: Ultralytics'), letterboxed into the top-left corner of the imgsz square
+// (LibreYOLO's YOLOX, YOLOv7 and RTMDet, whose training pipeline places images there too), or
+// stretched to the square (the DETRs' plain resize).
+enum class InputFit { letterbox, letterbox_top_left, stretch };
 
 }  // namespace libreyolo::data

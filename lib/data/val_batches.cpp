@@ -50,6 +50,19 @@ ValSample letterbox_for_validation(const DetectionDataset& dataset, std::size_t 
   return out;
 }
 
+ValSample top_left_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape) {
+  const ImageRecord& record = dataset.record(index);
+  const Sample resized = dataset.load_resized(index);
+  const LetterboxResult boxed = fit_top_left(resized, shape);
+  ValSample out;
+  out.sample = boxed.sample;
+  out.original = cv::Size(record.width, record.height);
+  out.gain = boxed.ratio * static_cast<double>(std::max(resized.image.cols, resized.image.rows)) /
+             std::max(record.width, record.height);
+  out.gain_y = out.gain;  // no padding before the image: pad stays (0, 0)
+  return out;
+}
+
 ValSample stretch_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape) {
   const ImageRecord& record = dataset.record(index);
   ValSample out;
@@ -85,7 +98,12 @@ RectBatchPlan plan_validation_batches(const std::vector<ImageRecord>& records, i
 }
 
 ValSample fit_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape, InputFit fit) {
-  return fit == InputFit::stretch ? stretch_for_validation(dataset, index, shape) : letterbox_for_validation(dataset, index, shape);
+  switch (fit) {
+    case InputFit::stretch: return stretch_for_validation(dataset, index, shape);
+    case InputFit::letterbox_top_left: return top_left_for_validation(dataset, index, shape);
+    case InputFit::letterbox: break;
+  }
+  return letterbox_for_validation(dataset, index, shape);
 }
 
 PixelBox to_original_pixels(const PixelBox& box, const ValSample& sample) {

@@ -31,12 +31,16 @@ struct ValSample {
 
 ValSample letterbox_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape);
 
+// The image (its long side resized to imgsz) in the top-left corner of `shape`, the rest grey, as
+// LibreYOLO's YOLOX, YOLOv7 and RTMDet validate.
+ValSample top_left_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape);
+
 // The image, its long side resized to imgsz, stretched to `shape` (bilinear, aspect not kept, no
 // border), as LibreYOLO's DETRs validate.
 ValSample stretch_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape);
 
 // The plan of validation batches for a fit: rectangular letterbox batches, or every batch
-// image_size x image_size (stretched) in dataset order.
+// image_size x image_size (top-left letterbox, stretch) in dataset order.
 RectBatchPlan plan_validation_batches(const std::vector<ImageRecord>& records, int batch_size, int image_size,
                                       InputFit fit);
 ValSample fit_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape, InputFit fit);

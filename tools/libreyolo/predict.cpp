@@ -69,7 +69,8 @@ int run_predict(const Arguments& arguments) {
       skip(error);
       continue;
     }
-    // letterbox to a stride-32 rectangle around the resized image, or (a DETR) stretch to the square
+    // letterbox to a stride-32 rectangle around the resized image, into the square's top-left
+    // corner (YOLOX, YOLOv7, RTMDet), or (a DETR) stretch to the square
     double gain_x = 1, gain_y = 1;
     int left = 0, top = 0;
     cv::Mat boxed;
@@ -77,6 +78,10 @@ int run_predict(const Arguments& arguments) {
       cv::resize(image, boxed, cv::Size(size, size), 0, 0, cv::INTER_LINEAR);
       gain_x = static_cast<double>(size) / image.cols;
       gain_y = static_cast<double>(size) / image.rows;
+    } else if (family.input_fit() == data::InputFit::letterbox_top_left) {
+      const data::LetterboxResult fitted = data::fit_top_left({.image = image, .boxes = {}}, cv::Size(size, size));
+      boxed = fitted.sample.image;
+      gain_x = gain_y = fitted.ratio;
     } else {
       const double gain = std::min(static_cast<double>(size) / image.cols, static_cast<double>(size) / image.rows);
       cv::Mat resized;

@@ -76,6 +76,9 @@ class RtmdetFamily final : public Family {
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }
   data::Recipe augment_recipe() const override { return data::Recipe::yolox; }  // YOLOX's mosaic-mixup pipeline
+  // validated and predicted as trained (without mosaic, TrainTransform places images top-left) and
+  // as LibreYOLO validates it
+  data::InputFit input_fit() const override { return data::InputFit::letterbox_top_left; }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
     return rtmdet::option_defaults(size);
   }

@@ -61,6 +61,9 @@ class Yolo7Family final : public Family {
   // YOLOv9's transform classes with YOLOX's settings (libreyolo 1.6.0): YOLOX's mosaic, affine and
   // additive HSV; the input in RGB / 255
   data::Recipe augment_recipe() const override { return data::Recipe::yolox; }
+  // validated and predicted as trained (without mosaic, TrainTransform places images top-left) and
+  // as LibreYOLO validates it
+  data::InputFit input_fit() const override { return data::InputFit::letterbox_top_left; }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
     return yolo7::option_defaults(size);
   }

@@ -86,3 +86,26 @@ TEST_CASE("validation stretch: every batch the square, boxes back per axis", "[v
   check_original_box(back);
   fs::remove_all(root);
 }
+
+TEST_CASE("validation top-left letterbox: the imgsz square in dataset order, the image in its corner", "[val_batches]") {
+  const auto root = fresh_folder("valtopleft");
+  DetectionDataset dataset(one_box_image(root), 1, 320, CacheMode::none);
+  const auto records = std::vector<ImageRecord>(3, dataset.record(0));
+  const auto plan = plan_validation_batches(records, 2, 320, InputFit::letterbox_top_left);
+  REQUIRE(plan.batches.size() == 2);
+  CHECK(plan.batches[0] == std::vector<std::size_t>{0, 1});
+  for (const auto& shape : plan.shapes) CHECK(shape == cv::Size(320, 320));
+  const ValSample sample = fit_for_validation(dataset, 0, plan.shapes[0], InputFit::letterbox_top_left);
+  const cv::Mat& image = sample.sample.image;
+  REQUIRE(image.size() == cv::Size(320, 320));
+  CHECK(sample.gain == Approx(320.0 / 500.0));
+  CHECK(sample.pad == cv::Point2d(0, 0));
+  // 500 x 300 -> 320 x 192 at the top: rows from 192 down are the grey border
+  CHECK(image.at<cv::Vec3b>(191, 10) == cv::Vec3b(0, 0, 0));
+  CHECK(image.at<cv::Vec3b>(192, 10) == cv::Vec3b(114, 114, 114));
+  CHECK(image.at<cv::Vec3b>(319, 319) == cv::Vec3b(114, 114, 114));
+  const PixelBox box = sample.sample.boxes.at(0);
+  CHECK(box.y1 == Approx(60 * 320.0 / 500.0).margin(0.5));  // no vertical offset
+  check_original_box(to_original_pixels(box, sample));
+  fs::remove_all(root);
+}

@@ -198,3 +198,17 @@ TEST_CASE("to_channels_last keeps float32 eval outputs within float32 rounding",
     }
   }
 }
+
+TEST_CASE("each family validates and predicts in the geometry it trains in", "[registry]") {
+  // YOLOX's pipeline (YOLOX, YOLOv7, RTMDet) places an image without mosaic in the top-left corner,
+  // as LibreYOLO validates them; YOLOv9 and YOLOv5 train and validate Ultralytics' centred letterbox.
+  for (const char* name : {"yolox", "yolo7", "rtmdet"}) {
+    INFO(name);
+    CHECK(family(name).augment_recipe() == libreyolo::data::Recipe::yolox);
+    CHECK(family(name).input_fit() == libreyolo::data::InputFit::letterbox_top_left);
+  }
+  for (const char* name : {"yolo9", "yolov5"}) {
+    INFO(name);
+    CHECK(family(name).input_fit() == libreyolo::data::InputFit::letterbox);
+  }
+}
