@@ -52,7 +52,14 @@ ValSample letterbox_for_validation(const DetectionDataset& dataset, std::size_t 
 
 ValSample top_left_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape) {
   const ImageRecord& record = dataset.record(index);
-  const Sample resized = dataset.load_resized(index);
+  // LibreYOLO's dataset truncates the resized sides (int(w * r)) where ours rounds up, as
+  // Ultralytics': where that differs (a 381 x 500 image at 640: 487 rows, not 488), from the original
+  const double ratio = static_cast<double>(dataset.image_size()) / std::max(record.width, record.height);
+  const cv::Size truncated(static_cast<int>(record.width * ratio), static_cast<int>(record.height * ratio));
+  Sample resized = dataset.load_resized(index);
+  if (resized.image.size() != truncated && truncated.width > 0 && truncated.height > 0) {
+    resized = stretch_to(dataset.load_original(index), truncated, /*area_when_shrinking=*/false);
+  }
   const LetterboxResult boxed = fit_top_left(resized, shape);
   ValSample out;
   out.sample = boxed.sample;

@@ -64,6 +64,16 @@ std::vector<at::Tensor> non_max_suppression(const at::Tensor& boxes, const at::T
       candidate_scores = best.index_select(0, keep);
       candidate_classes = best_class.index_select(0, keep);
     }
+    if (options.extents.defined()) {
+      const double width = options.extents[image][0].item<double>(), height = options.extents[image][1].item<double>();
+      const at::Tensor x = candidate_boxes.narrow(1, 0, 1).clamp(0, width), y = candidate_boxes.narrow(1, 1, 1).clamp(0, height);
+      const at::Tensor x2 = candidate_boxes.narrow(1, 2, 1).clamp(0, width), y2 = candidate_boxes.narrow(1, 3, 1).clamp(0, height);
+      candidate_boxes = at::cat({x, y, x2, y2}, 1);
+      const at::Tensor with_area = ((x2 > x) & (y2 > y)).squeeze(1).nonzero().squeeze(1);
+      candidate_boxes = candidate_boxes.index_select(0, with_area);
+      candidate_scores = candidate_scores.index_select(0, with_area);
+      candidate_classes = candidate_classes.index_select(0, with_area);
+    }
     if (candidate_scores.size(0) > options.max_candidates) {
       const at::Tensor top = std::get<1>(candidate_scores.topk(options.max_candidates));
       candidate_boxes = candidate_boxes.index_select(0, top);

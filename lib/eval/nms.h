@@ -21,6 +21,10 @@ struct NmsOptions {
   int max_detections = 300;
   bool multi_label = false;  // every class above `confidence` is a candidate (validation)
   int max_candidates = 30000;  // highest-scoring candidates kept before NMS, as Ultralytics
+  // [B, 2] (width, height) of each image inside the network input, from its top-left corner; where
+  // given, candidates are clipped to it and those left without area dropped before NMS, as
+  // LibreYOLO's postprocess for its convolutional families does (it clips in original pixels).
+  at::Tensor extents;
 };
 
 // `boxes` [B, A, 4] xyxy pixels, `class_scores` [B, A, nc] probabilities. Per image a [K, 6]

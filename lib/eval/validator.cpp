@@ -17,7 +17,8 @@
 namespace libreyolo::eval {
 
 std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const models::Family& family, const at::Tensor& input,
-                               double confidence, double iou, int max_detections, bool multi_label) {
+                               double confidence, double iou, int max_detections, bool multi_label,
+                               const at::Tensor& extents) {
   if (auto own = family.detections(maps, input.size(3), input.size(2), confidence, max_detections)) {
     for (auto& d : *own) d = d.cpu();
     return std::move(*own);
@@ -30,6 +31,7 @@ std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const models
   options.iou = iou;
   options.max_detections = max_detections;
   options.multi_label = multi_label;
+  options.extents = extents;
   return non_max_suppression(decoded.boxes.cpu(), decoded.class_scores.cpu(), options);
 }
 
@@ -148,7 +150,21 @@ Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::
     } else {
       maps = forward(input);
     }
-    const auto detections = detect(maps, *options_.family, input, options_.confidence, options_.iou, options_.max_detections, true);
+    // Ultralytics' NMS; for the families validated top-left, LibreYOLO's: boxes clipped to the
+    // image and those without area dropped before NMS (and, for YOLOX and YOLOv7, each box's best
+    // class only)
+    const bool top_left = fit == data::InputFit::letterbox_top_left;
+    at::Tensor extents;
+    if (top_left) {
+      extents = at::empty({static_cast<std::int64_t>(samples.size()), 2}, at::kDouble);
+      for (std::size_t i = 0; i < samples.size(); ++i) {
+        extents[static_cast<std::int64_t>(i)][0] = samples[i].original.width * samples[i].gain;
+        extents[static_cast<std::int64_t>(i)][1] = samples[i].original.height * samples[i].gain_y;
+      }
+    }
+    const auto detections =
+        detect(maps, *options_.family, input, options_.confidence, options_.iou, options_.max_detections,
+               !options_.family->single_label_validation(), extents);
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const at::Tensor d = detections[i].contiguous();
       const auto a = d.accessor<float, 2>();

@@ -22,9 +22,10 @@ namespace libreyolo::eval {
 
 // Per image [K, 6] (x1, y1, x2, y2, score, class) in network-input pixels, on the CPU: the
 // family's own postprocess (a DETR's top-k queries), else decode + NMS. `input`: the network input
-// the maps came from (its size).
+// the maps came from (its size). `extents`: NmsOptions::extents.
 std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const models::Family& family, const at::Tensor& input,
-                               double confidence, double iou, int max_detections, bool multi_label);
+                               double confidence, double iou, int max_detections, bool multi_label,
+                               const at::Tensor& extents = {});
 
 struct ValidatorOptions {
   const models::Family* family = nullptr;

@@ -123,8 +123,12 @@ class Family {
   // its dataset letterboxes before the family's own resize (D-FINE, DEIM; measured against
   // libreyolo 1.6.0 on boxes that cross the border). RT-DETR's keeps them as written.
   virtual bool clips_validation_labels() const { return false; }
-  // How an image becomes the network input: letterboxed, or stretched to the square (the DETRs').
+  // How an image becomes the network input: letterboxed (centred or top-left), or stretched to the
+  // square (the DETRs').
   virtual data::InputFit input_fit() const { return data::InputFit::letterbox; }
+  // Whether validation's NMS takes each box's best class only (LibreYOLO's YOLOX and YOLOv7
+  // postprocess) rather than every class above conf (Ultralytics', RTMDet's).
+  virtual bool single_label_validation() const { return false; }
   // The confidence validation keeps detections above, where conf= is not given: 0.001 for the
   // YOLO heads; 0 for a DETR, whose top-k detections COCO ranks as they are (LibreYOLO's COCO_TOPK).
   virtual double validation_confidence() const { return 0.001; }

@@ -1,5 +1,6 @@
-# DETR validation against libreyolo 1.6.0 (rtdetr_val.py), for RT-DETR-r18, D-FINE-n, DEIM-n and
-# RT-DETRv4-s: a
+# Validation against libreyolo 1.6.0 (rtdetr_val.py), for RT-DETR-r18, D-FINE-n, DEIM-n and
+# RT-DETRv4-s, or the FAMILY SIZE TRAIN_IMGSZ triples given (YOLOX-s and YOLOv7-b: validated
+# top-left, with LibreYOLO's postprocess): a
 # LibreYOLO checkpoint loads here, and `libreyolo val` on coco8's val images, labelled by the model's
 # own jittered detections, gives LibreYOLO's detections and mAP; a checkpoint our training writes
 # loads in LibreYOLO and validates to our detections. Skips (77) without the test venv or coco8.
@@ -34,8 +35,13 @@ both_ways() {
     || fail "LibreYOLO reads our $family checkpoint into other outputs"
 }
 
-both_ways rtdetr r18 128
-both_ways dfine n 320
-both_ways deim n 320
-both_ways rtdetrv4 s 256
+# arguments: FAMILY SIZE TRAIN_IMGSZ triples (parity_conv_val: YOLOX, YOLOv7); else the DETRs
+if [ $# -gt 0 ]; then
+  while [ $# -ge 3 ]; do both_ways "$1" "$2" "$3"; shift 3; done
+else
+  both_ways rtdetr r18 128
+  both_ways dfine n 320
+  both_ways deim n 320
+  both_ways rtdetrv4 s 256
+fi
 finish

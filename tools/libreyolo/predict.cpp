@@ -98,7 +98,11 @@ int run_predict(const Arguments& arguments) {
     at::Tensor input = at::from_blob(boxed.data, {1, boxed.rows, boxed.cols, 3}, at::kByte).permute({0, 3, 1, 2}).flip(1).contiguous();
     const at::Tensor network_input = family.network_input(input, device);
     const auto maps = model.forward(network_input);
-    const at::Tensor d = eval::detect(maps, family, network_input, conf, iou, static_cast<int>(config.get_int("max_det")), false)[0];
+    const at::Tensor extents = family.input_fit() == data::InputFit::letterbox_top_left
+                                   ? at::tensor({image.cols * gain_x, image.rows * gain_y}, at::kDouble).view({1, 2})
+                                   : at::Tensor();  // as validation: clipped to the image before NMS
+    const at::Tensor d =
+        eval::detect(maps, family, network_input, conf, iou, static_cast<int>(config.get_int("max_det")), false, extents)[0];
     const auto a = d.accessor<float, 2>();
     cv::Mat drawn = image.clone();
     std::string txt;

@@ -64,6 +64,7 @@ class Yolo7Family final : public Family {
   // validated and predicted as trained (without mosaic, TrainTransform places images top-left) and
   // as LibreYOLO validates it
   data::InputFit input_fit() const override { return data::InputFit::letterbox_top_left; }
+  bool single_label_validation() const override { return true; }  // LibreYOLO's postprocess: the best class
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
     return yolo7::option_defaults(size);
   }
