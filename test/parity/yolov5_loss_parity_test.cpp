@@ -84,19 +84,10 @@ bool run_case(const parity::Tensors& io, const std::string& key) {
   const auto network_maps = model->forward(input);
   yolov5::loss(network_maps, targets, options).total.backward();
   const parity::Tensors reference = parity::with_prefix(io, key + ".grad.");
-  double worst = reference.size() == model->parameters().size() ? 0 : 1e30;
-  for (const auto& item : model->named_parameters()) {
-    const auto it = reference.find(item.key());
-    if (it == reference.end() || !item.value().grad().defined()) {
-      worst = 1e30;
-      continue;
-    }
-    const double scale = it->second.abs().max().item<double>();
-    worst = std::max(worst, (item.value().grad() - it->second).abs().max().item<double>() / std::max(scale, 1e-30));
-  }
-  report(fmt::format("parameter gradients (largest difference relative to the tensor's largest entry, {} tensors)",
-                     reference.size()),
-         worst, kGradientTolerance);
+  const parity::WorstGradient gradients = parity::largest_relative_gradient_difference(*model, reference);
+  report(fmt::format("parameter gradients (largest difference relative to the tensor's largest entry, {} tensors; worst {})",
+                     reference.size(), gradients.name),
+         gradients.worst, kGradientTolerance);
   return ok;
 }
 
