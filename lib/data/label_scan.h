@@ -60,7 +60,7 @@ struct ScanOptions {
   bool use_cache = true;
 };
 
-inline constexpr int kLabelCacheVersion = 2;  // 2: the pixel limit
+inline constexpr int kLabelCacheVersion = 3;  // 2: the pixel limit; 3: zero-size boxes kept
 
 ScanResult scan_images(const std::vector<std::filesystem::path>& images, int class_count,
                        const ScanOptions& options = {});

@@ -73,7 +73,9 @@ Box box_from_row(const std::vector<double>& row, int class_count, int line_numbe
     box.w = static_cast<float>(x_max - x_min);
     box.h = static_cast<float>(y_max - y_min);
   }
-  if (!(box.w > 0 && box.h > 0)) throw CorruptLabel(fmt::format("line {}: box width and height must be > 0", line_number));
+  // a box of zero width or height is kept, as Ultralytics and LibreYOLO keep it (only values below 0
+  // or above 1 make a label corrupt): the image stays in the split, validation counts the box, and
+  // every training pipeline drops boxes under 1-2 px after its geometry
   return box;
 }
 

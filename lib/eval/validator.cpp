@@ -60,7 +60,11 @@ Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions opt
         y1 = std::clamp(y1, 0.0, static_cast<double>(record.height));
         y2 = std::clamp(y2, 0.0, static_cast<double>(record.height));
       }
-      ground_truth_.push_back({image, box.cls, x1, y1, clip ? x2 - x1 : w, clip ? y2 - y1 : h, 1.0});
+      const double width = clip ? x2 - x1 : w, height = clip ? y2 - y1 : h;
+      // a box without area (the label file may hold one: it is not corrupt) no detection can
+      // match; LibreYOLO's validation drops it (Ultralytics' would count it as missed)
+      if (!(width > 0 && height > 0)) continue;
+      ground_truth_.push_back({image, box.cls, x1, y1, width, height, 1.0});
     }
   }
   // Ultralytics' P and R and the instance counts know no crowd regions
