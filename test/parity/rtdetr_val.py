@@ -3,7 +3,8 @@ and YOLOv7, validated in the top-left corner of the square).
 
     rtdetr_val.py DIR COCO8 [FAMILY SIZE]   LibreYOLO's RT-DETR-r18, or FAMILY-SIZE (dfine n ...;
                                     random weights, box heads away from zero, a convolutional
-                                    family's score layers off their prior) saved as a LibreYOLO
+                                    family's score layers off their prior; YOLOv7's and RTMDet's
+                                    BatchNorm statistics and score layers from the images) saved as a LibreYOLO
                                     checkpoint, DIR/py-FAMILY-SIZE.pt. So that
                                     the mAP means something, the coco8 val images get labels from
                                     the model itself: its 3 best detections per image, jittered
@@ -88,52 +89,81 @@ def randomise_score_biases(model, generator):
                 tensor.copy_(0.2 * torch.randn(tensor.shape, generator=generator))
 
 
-def calibrate_yolo7(net, images, generator):
-    """YOLOv7-b's fixture: with random BatchNorm statistics its 100-odd layers lose the image (the
-    heads' inputs differed by 1e-8 between coco8's images and only at the borders within one, so the
-    scores took some 20 values per image and ties decided the maxDets cut-off). So: BatchNorm statistics
-    from `images` themselves (LibreYOLO's input: top-left letterbox, /255), then each head centred
-    on its input's mean (implicit_a) and its weights random but scaled to give logits of spread 1.5,
-    with biases that leave a few hundred to a few thousand candidates per image above 0.001, of
-    distinct scores."""
+def letterboxed(images, bgr_mean_std=None):
+    """`images` as LibreYOLO validates them, near enough for BatchNorm statistics: top-left in the
+    IMGSZ square on grey 114; RGB / 255, or (RTMDet) BGR less mmdetection's mean over its std."""
     import cv2  # noqa: PLC0415
     batch = []
     for image in images:
-        pixels = cv2.imread(str(image))[:, :, ::-1]
+        pixels = cv2.imread(str(image))
         height, width = pixels.shape[:2]
         ratio = IMGSZ / max(height, width)
         pixels = cv2.resize(pixels, (round(width * ratio), round(height * ratio)), interpolation=cv2.INTER_LINEAR)
-        canvas = torch.full((IMGSZ, IMGSZ, 3), 114, dtype=torch.uint8)
-        canvas[:pixels.shape[0], :pixels.shape[1]] = torch.from_numpy(pixels.copy())
-        batch.append(canvas.permute(2, 0, 1).float() / 255)
-    batch = torch.stack(batch)
+        canvas = torch.full((IMGSZ, IMGSZ, 3), 114.0)
+        canvas[:pixels.shape[0], :pixels.shape[1]] = torch.from_numpy(pixels.astype("float32"))
+        if bgr_mean_std:
+            canvas = (canvas - torch.tensor(bgr_mean_std[0])) / torch.tensor(bgr_mean_std[1])
+        else:
+            canvas = canvas.flip(2) / 255
+        batch.append(canvas.permute(2, 0, 1))
+    return torch.stack(batch)
+
+
+def norms_from_images(net, batch, layers):
+    """BatchNorm statistics from `batch` itself, and the inputs of the `layers` (name -> tensor).
+    With random statistics a deep network loses the image: YOLOv7-b's and RTMDet-t's head inputs
+    differed by 1e-8 between coco8's images and only at the borders within one, so the scores took
+    a few values per image and ties decided the maxDets cut-off."""
     for module in net.modules():
-        if isinstance(module, torch.nn.BatchNorm2d):
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
             module.reset_running_stats()
             module.momentum = None  # a cumulative average: this batch's statistics
-    heads = [module for name, module in net.named_modules() if hasattr(module, "head_conv") and hasattr(module, "implicit_a")]
     inputs = {}
-    hooks = [head.head_conv.register_forward_hook(lambda m, i, o, k=k: inputs.__setitem__(k, i[0].detach()))
-             for k, head in enumerate(heads)]
+    hooks = [module.register_forward_hook(lambda m, i, o, name=name: inputs.__setitem__(name, i[0].detach()))
+             for name, module in net.named_modules() if name in layers]
     with torch.no_grad():
         net.train()
         net(batch)
         net.eval()
-        for hook in hooks:
-            hook.remove()
-        for k, head in enumerate(heads):
-            features = inputs[k]
-            channels = features.shape[1]
-            mean = features.mean(dim=(0, 2, 3)).view(1, -1, 1, 1)
-            head.implicit_a.implicit.copy_(-mean)
-            weight = torch.randn(head.head_conv.weight.shape, generator=generator).view(-1, channels)
-            logits = torch.einsum("oc,bchw->obhw", weight, features - mean)
-            weight = weight * 1.5 / logits.std(dim=(1, 2, 3)).view(-1, 1)
-            head.head_conv.weight.copy_(weight.view(head.head_conv.weight.shape))
-            bias = 0.5 * torch.randn(head.head_conv.bias.shape, generator=generator).view(3, -1)
-            bias[:, 4] -= 6.0  # objectness
-            bias[:, 5:] -= 8.0  # classes
-            head.head_conv.bias.copy_(bias.view(-1))
+    for hook in hooks:
+        hook.remove()
+    return inputs
+
+
+def score_weights(shape, features, generator, spread=1.5):
+    """Random weights for a score convolution over `features` less their mean, scaled so that the
+    logits spread by `spread`."""
+    weight = torch.randn(shape, generator=generator)
+    logits = torch.nn.functional.conv2d(features - features.mean(dim=(0, 2, 3), keepdim=True), weight,
+                                        padding=shape[-1] // 2)
+    return weight * spread / logits.std(dim=(0, 2, 3)).view(-1, 1, 1, 1)
+
+
+def calibrate_scores(family, net, images, generator):
+    """YOLOv7-b's and RTMDet's fixture: BatchNorm statistics from the images, then each score layer
+    centred on its input's mean, logits of spread 1.5 and biases that leave a few hundred to some
+    thousands of candidates per image above 0.001, of distinct scores."""
+    with torch.no_grad():
+        if family == "yolo7":
+            heads = {name + ".head_conv": module for name, module in net.named_modules()
+                     if hasattr(module, "head_conv") and hasattr(module, "implicit_a")}
+            inputs = norms_from_images(net, letterboxed(images), heads)
+            for name, head in heads.items():
+                mean = inputs[name].mean(dim=(0, 2, 3)).view(1, -1, 1, 1)
+                head.implicit_a.implicit.copy_(-mean)
+                head.head_conv.weight.copy_(score_weights(head.head_conv.weight.shape, inputs[name], generator))
+                bias = 0.5 * torch.randn(head.head_conv.bias.shape, generator=generator).view(3, -1)
+                bias[:, 4] -= 6.0  # objectness
+                bias[:, 5:] -= 8.0  # classes
+                head.head_conv.bias.copy_(bias.view(-1))
+            return
+        convs = {name: module for name, module in net.named_modules() if ".rtm_cls." in name}
+        inputs = norms_from_images(net, letterboxed(images, ([103.53, 116.28, 123.675], [57.375, 57.12, 58.395])), convs)
+        for name, conv in convs.items():
+            weight = score_weights(conv.weight.shape, inputs[name], generator, spread=1.0)
+            conv.weight.copy_(weight)
+            centre = weight.sum(dim=(2, 3)) @ inputs[name].mean(dim=(0, 2, 3))
+            conv.bias.copy_(0.5 * torch.randn(conv.bias.shape, generator=generator) - 8.0 - centre)
 
 
 def validate(model, data, project):
@@ -148,10 +178,10 @@ def write(work, coco8, family, size):
     net = build(family, size)
     randomise_norms(net, generator, box_heads=True)
     images = sorted((coco8 / "images" / "val").glob("*.jpg"))
-    if family == "yolo7":
-        calibrate_yolo7(net, images, generator)
-    elif family in CONV_FAMILIES:
+    if family in CONV_FAMILIES:
         randomise_score_biases(net, generator)
+    if family in ("yolo7", "rtmdet"):
+        calibrate_scores(family, net, images, generator)
     checkpoint = wrap_libreyolo_checkpoint(net.state_dict(), model_family=family, size=size, task="detect",
                                            nc=CLASSES, imgsz=IMGSZ)
     weights = work / f"py-{family}-{size}.pt"
@@ -166,7 +196,10 @@ def write(work, coco8, family, size):
     jitter = torch.Generator().manual_seed(1)
     for index, image in enumerate(images):
         os.symlink(image, work / "ds" / "images" / "val" / image.name)
-        best = sorted((p for p in predictions if p["image_id"] == index), key=lambda p: -p["score"])[:3]
+        # sides of 0 or at least 1 px: a box of 0.002 px (a random network draws some) has IoUs at the
+        # noise of float32 label coordinates, which ours are (LibreYOLO's are float64)
+        usable = (p for p in predictions if p["image_id"] == index and all(s == 0 or s >= 1 for s in p["bbox"][2:]))
+        best = sorted(usable, key=lambda p: -p["score"])[:3]
         import cv2  # noqa: PLC0415 (only here: the image sizes)
         height, width = cv2.imread(str(image)).shape[:2]
         rows = []

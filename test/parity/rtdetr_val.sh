@@ -1,6 +1,6 @@
 # Validation against libreyolo 1.6.0 (rtdetr_val.py), for RT-DETR-r18, D-FINE-n, DEIM-n and
-# RT-DETRv4-s, or the FAMILY SIZE TRAIN_IMGSZ triples given (YOLOX-s and YOLOv7-b: validated
-# top-left, with LibreYOLO's postprocess): a
+# RT-DETRv4-s, or the FAMILY SIZE TRAIN_IMGSZ triples given (YOLOX-s, YOLOv7-b and RTMDet-t:
+# validated top-left, with LibreYOLO's postprocess): a
 # LibreYOLO checkpoint loads here, and `libreyolo val` on coco8's val images, labelled by the model's
 # own jittered detections, gives LibreYOLO's detections and mAP; a checkpoint our training writes
 # loads in LibreYOLO and validates to our detections. Skips (77) without the test venv or coco8.
@@ -35,7 +35,7 @@ both_ways() {
     || fail "LibreYOLO reads our $family checkpoint into other outputs"
 }
 
-# arguments: FAMILY SIZE TRAIN_IMGSZ triples (parity_conv_val: YOLOX, YOLOv7); else the DETRs
+# arguments: FAMILY SIZE TRAIN_IMGSZ triples (parity_conv_val: YOLOX, YOLOv7, RTMDet); else the DETRs
 if [ $# -gt 0 ]; then
   while [ $# -ge 3 ]; do both_ways "$1" "$2" "$3"; shift 3; done
 else
