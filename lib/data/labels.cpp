@@ -74,8 +74,8 @@ Box box_from_row(const std::vector<double>& row, int class_count, int line_numbe
     box.h = static_cast<float>(y_max - y_min);
   }
   // a box of zero width or height is kept, as Ultralytics and LibreYOLO keep it (only values below 0
-  // or above 1 make a label corrupt): the image stays in the split, validation counts the box, and
-  // every training pipeline drops boxes under 1-2 px after its geometry
+  // or above 1 make a label corrupt): the image stays in the split, validation leaves the box out of
+  // its ground truth (Validator), and every training pipeline drops boxes under 1-2 px
   return box;
 }
 

@@ -1,5 +1,5 @@
 """Validation against libreyolo 1.6.0, same weights in: detections and COCO mAP (the DETRs; YOLOX
-and YOLOv7, validated in the top-left corner of the square).
+YOLOv7 and RTMDet, validated in the top-left corner of the square).
 
     rtdetr_val.py DIR COCO8 [FAMILY SIZE]   LibreYOLO's RT-DETR-r18, or FAMILY-SIZE (dfine n ...;
                                     random weights, box heads away from zero, a convolutional
@@ -92,7 +92,7 @@ def randomise_score_biases(model, generator):
 def letterboxed(images, bgr_mean_std=None):
     """`images` as LibreYOLO validates them, near enough for BatchNorm statistics: top-left in the
     IMGSZ square on grey 114; RGB / 255, or (RTMDet) BGR less mmdetection's mean over its std."""
-    import cv2  # noqa: PLC0415
+    import cv2  # noqa: PLC0415 (only where images are read)
     batch = []
     for image in images:
         pixels = cv2.imread(str(image))
@@ -141,7 +141,7 @@ def score_weights(shape, features, generator, spread=1.5):
 
 def calibrate_scores(family, net, images, generator):
     """YOLOv7-b's and RTMDet's fixture: BatchNorm statistics from the images, then each score layer
-    centred on its input's mean, logits of spread 1.5 and biases that leave a few hundred to some
+    centred on its input's mean, logits of spread 1.5 (YOLOv7) or 1 (RTMDet) and biases that leave a few hundred to some
     thousands of candidates per image above 0.001, of distinct scores."""
     with torch.no_grad():
         if family == "yolo7":
@@ -200,7 +200,7 @@ def write(work, coco8, family, size):
         # noise of float32 label coordinates, which ours are (LibreYOLO's are float64)
         usable = (p for p in predictions if p["image_id"] == index and all(s == 0 or s >= 1 for s in p["bbox"][2:]))
         best = sorted(usable, key=lambda p: -p["score"])[:3]
-        import cv2  # noqa: PLC0415 (only here: the image sizes)
+        import cv2  # noqa: PLC0415 (only where images are read)
         height, width = cv2.imread(str(image)).shape[:2]
         rows = []
         for p in best:
