@@ -1,4 +1,4 @@
-"""Validation against libreyolo 1.6.0, same weights in: detections and COCO mAP (the DETRs; YOLOX
+"""Validation against libreyolo 1.6.0, same weights in: detections and COCO mAP (the DETRs; YOLOX,
 YOLOv7 and RTMDet, validated in the top-left corner of the square).
 
     rtdetr_val.py DIR COCO8 [FAMILY SIZE]   LibreYOLO's RT-DETR-r18, or FAMILY-SIZE (dfine n ...;
