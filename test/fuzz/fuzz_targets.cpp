@@ -80,7 +80,7 @@ void labels(const std::uint8_t* data, std::size_t size) {
   refused_cleanly([&] {
     const auto parsed = data::parse_label_text(text, class_count);
     for (const auto& box : parsed.boxes) {
-      if (box.cls < 0 || box.cls >= class_count || !(box.w > 0 && box.h > 0) || box.cx < 0 || box.cx > 1) std::abort();
+      if (box.cls < 0 || box.cls >= class_count || !(box.w >= 0 && box.h >= 0) || box.cx < 0 || box.cx > 1) std::abort();
     }
   });
 }
