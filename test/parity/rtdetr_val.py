@@ -150,7 +150,7 @@ def calibrate_scores(family, net, images, generator):
             inputs = norms_from_images(net, letterboxed(images), heads)
             for name, head in heads.items():
                 mean = inputs[name].mean(dim=(0, 2, 3)).view(1, -1, 1, 1)
-                head.implicit_a.implicit.copy_(-mean)
+                head.implicit_a.implicit.copy_(-mean)  # centred there, not in the bias: implicit_a (0 at init) is exercised
                 head.head_conv.weight.copy_(score_weights(head.head_conv.weight.shape, inputs[name], generator))
                 bias = 0.5 * torch.randn(head.head_conv.bias.shape, generator=generator).view(3, -1)
                 bias[:, 4] -= 6.0  # objectness
