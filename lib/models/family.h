@@ -119,10 +119,6 @@ class Family {
     (void)maps, (void)width, (void)height, (void)confidence, (void)max_detections;
     return std::nullopt;
   }
-  // Whether validation clips YOLO-label ground-truth boxes to the image, as LibreYOLO's does where
-  // its dataset letterboxes before the family's own resize (D-FINE, DEIM; measured against
-  // libreyolo 1.6.0 on boxes that cross the border). RT-DETR's keeps them as written.
-  virtual bool clips_validation_labels() const { return false; }
   // How an image becomes the network input: letterboxed (centred or top-left), or stretched to the
   // square (the DETRs').
   virtual data::InputFit input_fit() const { return data::InputFit::letterbox; }

@@ -177,7 +177,6 @@ class DfineFamily final : public Family {
                           /*clamp_sizes=*/true);
   }
   data::InputFit input_fit() const override { return data::InputFit::stretch; }
-  bool clips_validation_labels() const override { return true; }  // LibreYOLO's dataset letterboxes first
   // LibreYOLO's DETR multi-scale collate: imgsz repeated (D-FINE: n never resizes, s 20, m 6, l 4,
   // x 3 times; DEIM: 3) among the multiples of 32 from 0.75 to 1.25 x imgsz, until 85% (DEIM 91%)
   // of the epochs

@@ -67,9 +67,6 @@ class Yolo7Family final : public Family {
   // validated and predicted as trained (without mosaic, TrainTransform places images top-left) and
   // as LibreYOLO validates it
   data::InputFit input_fit() const override { return data::InputFit::letterbox_top_left; }
-  // LibreYOLO's YOLOv7 validation clips the labels to the image, as its YOLOX's (parity_conv_val:
-  // mAP50-95 0.3880 on labels crossing the border; ours 0.3665 unclipped)
-  bool clips_validation_labels() const override { return true; }
   bool single_label_validation() const override { return true; }  // LibreYOLO's postprocess: the best class
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
     return yolo7::option_defaults(size);
