@@ -252,6 +252,7 @@ DatasetSpec load_dataset_spec(const std::string& data) {
   }
   if (!root.IsMap()) throw DataError(fmt::format("{}: a dataset YAML must be a mapping (path:, train:, val:, names:)", spec.yaml_file.string()));
 
+  int nc_only = 0;  // nc given without names
   try {
     spec.root = resolve_root(root["path"], spec.yaml_file, builtin);
     spec.train = read_sources(root["train"], "train", spec.root, spec.yaml_file);
@@ -259,7 +260,13 @@ DatasetSpec load_dataset_spec(const std::string& data) {
     spec.test = read_sources(root["test"], "test", spec.root, spec.yaml_file);
     spec.names = read_names(root["names"], spec.yaml_file);
     if (root["download"] && root["download"].IsScalar()) spec.download = root["download"].Scalar();
-    if (root["nc"] && !spec.names.empty()) {
+    if (root["nc"] && !root["names"]) {
+      nc_only = root["nc"].as<int>();
+      if (nc_only < 1 || nc_only > kMaxClasses) {
+        throw DataError(fmt::format("{}: nc={} must be from 1 to {}; or list the class names (names: [cat, dog])",
+                                    spec.yaml_file.string(), nc_only, kMaxClasses));
+      }
+    } else if (root["nc"] && !spec.names.empty()) {
       const int nc = root["nc"].as<int>();
       if (nc != spec.class_count()) {
         throw DataError(fmt::format("{}: nc={} but 'names' has {} entries; make them agree", spec.yaml_file.string(), nc,
@@ -275,8 +282,12 @@ DatasetSpec load_dataset_spec(const std::string& data) {
     throw DataError(fmt::format("{}: 'annotations': {} (line {})", spec.yaml_file.string(), error.msg, error.mark.line + 1));
   }
   if (!spec.annotations.empty()) resolve_coco_classes(spec);
+  // nc without names (nor COCO categories): class_0, class_1, ... as LibreYOLO and Ultralytics name them
   if (spec.names.empty()) {
-    throw DataError(fmt::format("{}: key 'names' is missing; list the class names (names: [cat, dog])", spec.yaml_file.string()));
+    for (int i = 0; i < nc_only; ++i) spec.names.push_back(fmt::format("class_{}", i));
+  }
+  if (spec.names.empty()) {
+    throw DataError(fmt::format("{}: key 'names' is missing; list the class names (names: [cat, dog]) or give their count (nc: 2)", spec.yaml_file.string()));
   }
   if (spec.train.empty() && spec.val.empty()) {
     throw DataError(fmt::format("{}: key 'train' (and 'val') missing; give the image folders or lists", spec.yaml_file.string()));

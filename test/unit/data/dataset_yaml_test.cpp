@@ -37,6 +37,11 @@ TEST_CASE("a data YAML resolves path, splits, names as a list or a dict", "[data
   const auto dict = load_dataset_spec((root / "dict.yaml").string());
   CHECK(dict.root == root);
   CHECK(dict.names == std::vector<std::string>{"person", "car"});
+
+  // nc without names: the classes named as LibreYOLO and Ultralytics name them
+  write_text(root / "nc_only.yaml", "train: ds/images/train\nnc: 3\n");
+  const auto nc_only = load_dataset_spec((root / "nc_only.yaml").string());
+  CHECK(nc_only.names == std::vector<std::string>{"class_0", "class_1", "class_2"});
   fs::remove_all(root);
 }
 
@@ -46,6 +51,8 @@ TEST_CASE("YAML mistakes name the file and the key", "[dataset_yaml]") {
   CHECK(data_error_of((root / "no_names.yaml").string()).find("'names' is missing") != std::string::npos);
   write_text(root / "nc.yaml", "train: images\nnames: [a, b]\nnc: 3\n");
   CHECK(data_error_of((root / "nc.yaml").string()).find("nc=3 but 'names' has 2") != std::string::npos);
+  write_text(root / "nc0.yaml", "train: images\nnc: 0\n");
+  CHECK(data_error_of((root / "nc0.yaml").string()).find("nc=0 must be from 1 to") != std::string::npos);
   write_text(root / "gap.yaml", "train: images\nnames: {0: a, 2: c}\n");
   CHECK(data_error_of((root / "gap.yaml").string()).find("class 1 is missing") != std::string::npos);
   write_text(root / "no_train.yaml", "names: [a]\n");
