@@ -13,10 +13,10 @@ ref="$HOME/.local/share/libreyolo/venv/bin/libreyolo"
 coco8="${LIBREYOLO_DATASETS:-$root/../shared/datasets}/coco8"
 [ -d "$coco8/images" ] || { echo "no coco8 at $coco8" >&2; exit 1; }
 work=${WORK:-$(mktemp -d)}; mkdir -p "$work"; cd "$work" || exit 1
-{ echo "path: $coco8"; echo "train: [images/train, images/val]"; echo "val: [images/train, images/val]"
-  sed -n '/^names:/,$p' "$root/share/libreyolo/datasets/coco8.yaml"; } > coco8_overfit.yaml
-keys=(imgsz="$imgsz" batch=2 epochs="$epochs" mosaic=0 mixup=0 hsv_prob=0 flip_prob=0 degrees=0 translate=0
-      shear=0 "mosaic_scale=(1,1)" warmup_epochs=2 no_aug_epochs=0 eval_interval=10 patience=0 workers=2)
+. "$root/test/slow/overfit_coco8_settings.sh"
+overfit_yaml "$coco8" "$root" > coco8_overfit.yaml
+# shellcheck disable=SC2206  # words without spaces
+keys=(imgsz="$imgsz" epochs="$epochs" $OVERFIT_KEYS)
 for seed in ${SEEDS:-0 1 2}; do
   for impl in ${IMPLS:-ours ref}; do
     start=$(date +%s)

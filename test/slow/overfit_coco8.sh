@@ -6,21 +6,16 @@
 # backbone at the same rate, the strong augmentations off (aug_stop_epoch_ratio=0); measured mAP50
 # 0.87; deim-n: the same, and multi_scale=false, DEIM's collate resizing every size)
 # Skips (77) when ../shared/datasets/coco8 is absent.
+. "$(dirname "$0")/overfit_coco8_settings.sh"  # before lib.sh, which moves to a work folder
 . "$(dirname "$0")/../cli/lib.sh"
 model=$1; imgsz=$2; epochs=$3; shift 3
 coco8="${LIBREYOLO_DATASETS:-$LIBREYOLO_SOURCE_ROOT/../shared/datasets}/coco8"
 [ -d "$coco8/images" ] || { echo "skipped: $coco8 not found"; exit 77; }
-{
-  echo "path: $coco8"
-  echo "train: [images/train, images/val]"
-  echo "val: [images/train, images/val]"
-  sed -n '/^names:/,$p' "$coco8/data.yaml" 2>/dev/null || sed -n '/^names:/,$p' "$LIBREYOLO_SOURCE_ROOT/share/libreyolo/datasets/coco8.yaml"
-} > coco8_overfit.yaml
+overfit_yaml "$coco8" "$LIBREYOLO_SOURCE_ROOT" > coco8_overfit.yaml
 grep -q "^names:" coco8_overfit.yaml || { echo "no class names for coco8"; exit 1; }
 start=$(date +%s)
-expect_exit 0 train model="$model" data=coco8_overfit.yaml imgsz="$imgsz" batch=2 epochs="$epochs" \
-  mosaic=0 mixup=0 hsv_prob=0 flip_prob=0 degrees=0 translate=0 shear=0 mosaic_scale="(1,1)" \
-  warmup_epochs=2 no_aug_epochs=0 eval_interval=10 patience=0 workers=2 project=runs name=overfit quiet=true "$@" --json
+expect_exit 0 train model="$model" data=coco8_overfit.yaml imgsz="$imgsz" epochs="$epochs" $OVERFIT_KEYS \
+  project=runs name=overfit quiet=true "$@" --json
 seconds=$(( $(date +%s) - start ))
 map50=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["best_mAP50"])' "$WORK/out")
 echo "$model coco8 over-fit: best mAP50 $map50 in ${seconds}s"
