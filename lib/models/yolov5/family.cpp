@@ -56,7 +56,8 @@ class Yolov5Family final : public Family {
   std::string fit_to_labels(torch::nn::Module& model, const data::DetectionDataset& dataset, int image_size,
                             const config::Config& config) const override {
     std::string line;
-    if (at::Tensor* anchors = model.named_buffers().find("model.24.anchors"); anchors && config.get_bool("autoanchor")) {
+    auto buffers = model.named_buffers();  // find() points into this dictionary: it must outlive the check
+    if (at::Tensor* anchors = buffers.find("model.24.anchors"); anchors && config.get_bool("autoanchor")) {
       line = check_anchors(*anchors, dataset, image_size, config.get_real("anchor_t"), static_cast<std::uint64_t>(config.get_int("seed")));
     }
     // train.py's model.half().float() after the check, AutoAnchor on or off: every parameter and
@@ -75,6 +76,7 @@ class Yolov5Family final : public Family {
   // yolov5n and 1.14x for yolov5s at 320 px, batch 8, channels-last
   bool channels_last_on_cpu() const override { return true; }
   bool warms_up_momentum() const override { return true; }
+  bool ramps_nominal_batch() const override { return true; }
   data::Recipe augment_recipe() const override { return data::Recipe::yolo9; }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
     return yolov5::option_defaults(size);
