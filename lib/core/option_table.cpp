@@ -140,7 +140,8 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {.name = "multi_scale", .type = T::boolean, .default_value = "false", .group = "loop",
      .help = "resize each batch to a random multiple of 32 in [0.5, 1.5] x imgsz (Ultralytics' range)", .support = S::honoured},
     {.name = "nbs", .type = T::integer, .default_value = "none", .group = "loop",
-     .help = "nominal batch size: accumulate gradients over round(nbs/batch) batches (none = off)",
+     .help = "nominal batch size: accumulate gradients over round(nbs/batch) batches (none = off; yolov5: 64, "
+             "the window growing from 1 over the warm-up and weight_decay x batch*accumulate/nbs, as its train.py)",
      .minimum = 1, .maximum = 1e6, .nullable = true, .support = S::honoured},
     {.name = "clip_max_norm", .type = T::real, .default_value = "0.0", .group = "loop",
      .help = "clip the gradient norm to this value (0 = off)", .minimum = 0, .maximum = unbounded, .support = S::honoured},

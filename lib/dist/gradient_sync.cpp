@@ -51,7 +51,7 @@ void GradientSync::on_train_start(const train::RunInfo& info, const train::Train
 }
 
 void GradientSync::on_step_start(const train::TrainState& state) {
-  sync_step_ = state.batch + 1 - state.window_start() == state.window_length();
+  sync_step_ = state.window_ends();
 }
 
 void GradientSync::on_phase_start(train::Phase phase) {

@@ -142,6 +142,10 @@ class Family {
   virtual bool channels_last_on_cpu() const = 0;
   // YOLOv9's recipe warms momentum up with the learning rate; YOLOX's does not.
   virtual bool warms_up_momentum() const = 0;
+  // nbs as YOLOv5's train.py takes it (train::TrainState::ramp): the accumulation window grows over
+  // the warm-up, the losses of a window add up and weight_decay scales by batch x accumulate / nbs.
+  // false: LibreYOLO's fixed windows of round(nbs / batch), each loss divided by the window.
+  virtual bool ramps_nominal_batch() const { return false; }
   // The augmentation pipeline the family trains with.
   virtual data::Recipe augment_recipe() const = 0;
   // multi_scale's batch sizes where the family's reference draws them from a list (D-FINE's and

@@ -318,21 +318,22 @@ void set_up_optimizer(Training& t, const TrainState& state) {
   t.optim.lr_multipliers = groups.lr_multipliers();
   t.optim.bias_group = groups.bias_group();
   t.optim.warmup_bias_lr = config.get_real("warmup_bias_lr");
+  const double weight_decay = config.get_real("weight_decay") * state.weight_decay_scale;
   t.optim.optimizer = make_optimizer(groups, {.name = config.get_text("optimizer"),
                                         .lr0 = config.get_real("lr0"),
                                         .momentum = config.get_real("momentum"),
                                         .nesterov = config.get_bool("nesterov"),
-                                        .weight_decay = config.get_real("weight_decay")});
+                                        .weight_decay = weight_decay});
   log::info("Optimizer: {}", config.get_text("optimizer"));
   if (groups.ruled.empty()) {
     log::info("  - pg0 (BN): {} params", groups.bn.size());
-    log::info("  - pg1 (Conv, wd={}): {} params", config.get_real("weight_decay"), groups.weights.size());
+    log::info("  - pg1 (Conv, wd={}): {} params", weight_decay, groups.weights.size());
     log::info("  - pg2 (Bias): {} params", groups.biases.size());
   }
   for (std::size_t g = 0; g < groups.ruled.size(); ++g) {
     const auto& group = groups.ruled[g];
     log::info("  - pg{}: lr={:g}, wd={:g}, {} params", g, config.get_real("lr0") * group.rule.lr_multiplier,
-              group.rule.decay ? config.get_real("weight_decay") : 0.0, group.params.size());
+              group.rule.decay ? weight_decay : 0.0, group.params.size());
   }
 
   ScheduleOptions schedule_options{.kind = config.get_text("scheduler"),
@@ -530,7 +531,15 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   state.batches_per_epoch = static_cast<std::int64_t>(t->inputs.loader->batches_per_epoch());
   if (!config.is_none("nbs")) {
     // the global batch, as Ultralytics and LibreYOLO count it
-    state.accumulate = std::max<std::int64_t>(1, std::llround(static_cast<double>(config.get_int("nbs")) / t->place.global_batch));
+    state.set_nominal_batch(config.get_int("nbs"), t->place.global_batch, config.get_real("warmup_epochs"),
+                            t->net.family->ramps_nominal_batch());
+    if (state.ramp) {
+      log::info("nbs={}: an optimizer step every {} batches of {}, growing from 1 over the first {} batches, weight_decay x{:g} "
+                "(YOLOv5's nominal batch)", config.get_int("nbs"), state.accumulate, t->place.global_batch, state.ramp_batches,
+                state.weight_decay_scale);
+    } else if (state.accumulate > 1) {
+      log::info("nbs={}: an optimizer step every {} batches of {}", config.get_int("nbs"), state.accumulate, t->place.global_batch);
+    }
   }
   state.loss_names = t->net.family->loss_names();
   t->inputs.augmentation_stop_epoch = strong_augmentation_stop(state.epochs, static_cast<int>(config.get_int("no_aug_epochs")),
@@ -549,7 +558,7 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   set_up_cuda_graph(*t);
   use_device_forms(*t);
   if (t->place.resume) restore_resume_state(*t, state);
-  t->optim.apply_schedule(state.optimizer_steps);
+  t->optim.apply_schedule(state.schedule_iteration());
 
   if (t->inputs.val_dataset) {
     t->validator = std::make_unique<eval::Validator>(

@@ -198,8 +198,8 @@ void EagerStepRunner::optimizer_step(TrainState& state) {
     }
     if (net_.ema && !graphed_ema) net_.ema->apply(*net_.model().module);
   }
-  ++state.optimizer_steps;
-  optim_.apply_schedule(state.optimizer_steps);
+  state.record_step();
+  optim_.apply_schedule(state.schedule_iteration());
 }
 
 void EagerStepRunner::state_replaced(const std::string& reason) {

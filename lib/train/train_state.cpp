@@ -4,6 +4,7 @@
 #include "models/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace libreyolo::train {
 
@@ -80,7 +81,58 @@ void TrainState::read(const models::Checkpoint& c) {
       for (std::size_t i = 0; i < loss_sums.size() && i < parts.size(); ++i) loss_sums[i] = parts.get(i).toDouble();
     }
   }
-  optimizer_steps = start_epoch * steps_per_epoch() + start_batch / accumulate;
+  restore_steps();
 }
+
+void TrainState::restore_steps() {
+  if (ramp) {  // the steps before the resumed position, as the ramp placed them
+    const std::int64_t position = start_epoch * batches_per_epoch + start_batch;
+    optimizer_steps = 0;
+    last_step = -1;
+    for (std::int64_t next = next_step_after(-1); next < position; next = next_step_after(last_step)) {
+      ++optimizer_steps;
+      last_step = next;
+    }
+  } else {
+    optimizer_steps = start_epoch * steps_per_epoch() + start_batch / accumulate;
+  }
+}
+
+void TrainState::set_nominal_batch(std::int64_t nbs, std::int64_t global_batch_size, double warmup_epochs, bool ramp_windows) {
+  nominal_ratio = static_cast<double>(nbs) / static_cast<double>(global_batch_size);
+  accumulate = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::nearbyint(nominal_ratio)));
+  ramp = ramp_windows;
+  if (!ramp) return;
+  // as the linear_epoch schedule counts its warm-up
+  const double warmup = warmup_epochs * static_cast<double>(batches_per_epoch);
+  ramp_batches = warmup > 0 ? std::max<std::int64_t>(std::llround(warmup), 100) : 0;
+  weight_decay_scale = static_cast<double>(global_batch_size * accumulate) / static_cast<double>(nbs);
+}
+
+std::int64_t TrainState::accumulate_at(std::int64_t n) const {
+  if (n > ramp_batches) return accumulate;  // yolov5 keeps the last warm-up value: round(nominal_ratio)
+  // numpy.interp's arithmetic (slope first), then numpy's round half to even
+  const double value = n == ramp_batches ? nominal_ratio
+                                          : (nominal_ratio - 1.0) / static_cast<double>(ramp_batches) * static_cast<double>(n) + 1.0;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::nearbyint(value)));
+}
+
+std::int64_t TrainState::next_step_after(std::int64_t last) const {
+  std::int64_t n = last + 1;
+  while (n - last < accumulate_at(n)) ++n;
+  return n;
+}
+
+bool TrainState::window_begins() const {
+  if (!ramp) return batch == window_start();
+  return batch == 0 || global_batch() == last_step + 1;
+}
+
+bool TrainState::window_ends() const {
+  if (!ramp) return batch + 1 - window_start() == window_length();
+  return global_batch() == next_step_after(last_step);
+}
+
+double TrainState::loss_divisor() const { return ramp ? 1.0 : static_cast<double>(window_length()); }
 
 }  // namespace libreyolo::train

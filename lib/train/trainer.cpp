@@ -378,7 +378,7 @@ void Trainer::recover(const Divergence& divergence) {
   load_run_state(t_, state_, good, /*weights=*/true);
   t_.optim.lr_scale = lr_scale;  // not the reloaded checkpoint's
   runner_.state_replaced("recovering from a divergence: new optimizer state");
-  t_.optim.apply_schedule(state_.optimizer_steps);
+  t_.optim.apply_schedule(state_.schedule_iteration());
   state_.epoch = state_.start_epoch;
 }
 
@@ -415,7 +415,7 @@ void Trainer::train_batches() {
   // LIBREYOLO_CUDA_SYNC_WARN=1: every host sync of the batches warns (a test counts them)
   const SyncWarnings sync_warnings(t_.place.device.is_cuda() && std::getenv("LIBREYOLO_CUDA_SYNC_WARN") != nullptr);
   while (auto batch = fetch(t_, hooks_, clock)) {
-    const bool window_end = state_.batch + 1 - state_.window_start() == state_.window_length();
+    const bool window_end = state_.window_ends();
     hooks_.on_step_start(state_);
     micro_step(*batch, clock);
     hooks_.on_step_end(state_);
@@ -452,8 +452,8 @@ void Trainer::read_losses(std::int64_t last_batch) {
 }
 
 void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
-  const std::int64_t window_start = state_.window_start(), window = state_.window_length();
-  if (state_.batch == window_start) runner_.begin_window();
+  const bool window_end = state_.window_ends();
+  if (state_.window_begins()) runner_.begin_window();
   at::Tensor x;
   models::TargetBatch targets;
   {
@@ -463,9 +463,8 @@ void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
     // the images were copied non_blocking: their pinned buffer is recycled once the copy is done
     if (t_.place.device.is_cuda()) t_.inputs.loader->release_after(batch.images, cuda::completion_marker(t_.place.device.index()));
   }
-  const models::LossTerms terms = runner_.run(x, targets, static_cast<double>(window));
+  const models::LossTerms terms = runner_.run(x, targets, state_.loss_divisor());
   // a float16 loss scaler skips steps with overflowed gradients itself; otherwise they are divergence
-  const bool window_end = state_.batch + 1 - window_start == window;
   const at::Tensor grads_ok = window_end && !t_.precision.scaler->enabled() ? gradients_finite(*t_.net.model().module) : at::Tensor();
   losses_.add(terms, state_.loss_names, grads_ok);
   if (losses_.due()) read_losses(state_.batch + 1);  // before the optimizer step: a divergence read here keeps the weights

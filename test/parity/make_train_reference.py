@@ -2,7 +2,7 @@
 the LR (and momentum) of every iteration of each scheduler, warmup included; the optimizer's
 parameter groups for YOLOX-n and YOLOv9-t; and EMA weights after a few updates. From yolov5 7.0.14:
 its train.py's own warmup lines (read from the package and run) over a LambdaLR, for
-scheduler=linear_epoch with warmup_bias_lr.
+scheduler=linear_epoch with warmup_bias_lr, and its nominal batch: the batches it steps after.
 
     make_train_reference.py OUT_DIR
 
@@ -29,6 +29,9 @@ except ImportError as error:  # the venv is there (the wrapper skips only withou
 
 IPE, EPOCHS = 7, 12
 YOLOV5_CASES = ((7, 20), (40, 6))  # (batches per epoch, epochs): warmup of 100 iterations, then of 3 epochs
+# (batches per epoch, epochs, batch size) for the nominal batch of 64: windows growing to 4, to 3 (2.67
+# rounded), staying 1 (1.33) and 1 with weight decay x2 (0.5)
+YOLOV5_NBS_CASES = ((7, 20, 16), (40, 6, 24), (9, 15, 48), (3, 50, 128))
 
 
 def yolov5_schedule(nb, epochs):
@@ -65,6 +68,42 @@ def yolov5_schedule(nb, epochs):
             rows.append([float(groups[0]["lr"]), float(groups[1]["lr"]), float(groups[0]["momentum"])])
         scheduler.step()
     return torch.tensor(rows, dtype=torch.float64), hyp
+
+
+def yolov5_accumulation(nb, epochs, batch_size):
+    """The batches (ni) after which yolov5's train.py steps the optimizer with nbs = 64, its initial
+    `accumulate` and scaled weight decay: its own lines, read from the installed train.py and run."""
+    import numpy as np
+    import yaml
+    import yolov5
+    root = pathlib.Path(yolov5.__file__).parent
+    source = [l.strip() for l in (root / "train.py").read_text().splitlines()]
+    def line(prefix):
+        found = [l for l in source if l.startswith(prefix)]
+        if len(found) != 1:
+            raise SystemExit(f"FAIL: yolov5/train.py has {len(found)} lines starting {prefix!r}")
+        return found[0]
+    hyp = yaml.safe_load((root / "data/hyps/hyp.scratch-low.yaml").read_text())
+    scope = {"np": np, "hyp": hyp, "nb": nb, "batch_size": batch_size, "max": max, "round": round}
+    exec(line("nbs = 64"), scope)
+    exec(line("accumulate = max(round(nbs / batch_size), 1)"), scope)
+    exec(line("hyp['weight_decay'] *= batch_size * accumulate / nbs"), scope)
+    exec(line("nw = max(round(hyp['warmup_epochs'] * nb), 100)"), scope)
+    exec(line("last_opt_step = -1"), scope)
+    first = scope["accumulate"]
+    ramp = line("accumulate = max(1, np.interp(ni, xi, [1, nbs / batch_size]).round())")
+    condition = line("if ni - last_opt_step >= accumulate:")[len("if "):-1]
+    steps = []
+    for epoch in range(epochs):
+        for i in range(nb):
+            ni = scope["ni"] = i + nb * epoch
+            if ni <= scope["nw"]:
+                scope["xi"] = [0, scope["nw"]]
+                exec(ramp, scope)
+            if eval(condition, scope):
+                steps.append(ni)
+                exec(line("last_opt_step = ni"), scope)
+    return steps, first, hyp["weight_decay"]
 CASES = {
     "yoloxwarmcos": lambda: sched.WarmupCosineScheduler(0.01, IPE, EPOCHS, warmup_epochs=3, warmup_lr_start=0.001,
                                                          plateau_epochs=2, min_lr_ratio=0.05),
@@ -109,6 +148,11 @@ def main() -> int:
         tensors[f"yolov5.{nb}x{epochs}"] = rows
         info["yolov5"].append({"nb": nb, "epochs": epochs, **{k: hyp[k] for k in (
             "lr0", "lrf", "momentum", "warmup_epochs", "warmup_momentum", "warmup_bias_lr")}})
+    info["yolov5_nbs"] = []
+    for nb, epochs, batch_size in YOLOV5_NBS_CASES:
+        steps, accumulate, weight_decay = yolov5_accumulation(nb, epochs, batch_size)
+        info["yolov5_nbs"].append({"nb": nb, "epochs": epochs, "batch": batch_size, "nbs": 64, "steps": steps,
+                                   "accumulate": accumulate, "weight_decay": weight_decay})
     for family, size, model in (("yolox", "n", yolox_nn.LibreYOLOXModel(config="n", nb_classes=80)),
                                 ("yolo9", "t", yolo9_nn.LibreYOLO9Model(config="t", nb_classes=80))):
         names = {id(p): n for n, p in model.named_parameters()}

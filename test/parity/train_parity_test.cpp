@@ -2,7 +2,8 @@
 // every scheduler's LR (and YOLOv9's momentum warmup) at every iteration, the optimizer's
 // parameter groups (same tensors, same order, same weight decay) and EMA weights after updates;
 // from yolov5 7.0.14's train.py, scheduler=linear_epoch with warmup_bias_lr, through the trainer's
-// Optimisation::apply_schedule on a three-group SGD.
+// Optimisation::apply_schedule on a three-group SGD, and its nominal batch (nbs 64): the batches it
+// steps the optimizer after, its accumulate and scaled weight decay, through TrainState's windows.
 //   train_parity_test DIR
 #include "models/registry.h"
 #include "models/safetensors.h"
@@ -10,6 +11,7 @@
 #include "train/optimizer.h"
 #include "train/schedule.h"
 #include "train/setup.h"
+#include "train/train_state.h"
 #include "models/yolox/model.h"
 
 #include <ATen/ATen.h>
@@ -83,6 +85,35 @@ int main(int argc, char** argv) {
       ok = ok && same;
     }
     ok = ok && info["yolov5"].size() == 2;
+    for (const auto& c : info["yolov5_nbs"]) {  // the batches yolov5 steps after, with nbs = 64
+      train::TrainState state;
+      state.epochs = c["epochs"];
+      state.batches_per_epoch = c["nb"];
+      state.set_nominal_batch(c["nbs"], c["batch"], 3.0, /*ramp_windows=*/true);  // hyp.scratch-low's 3 warm-up epochs
+      std::vector<std::int64_t> steps;
+      bool schedule_same = true;
+      for (state.epoch = 0; state.epoch < state.epochs; ++state.epoch) {
+        for (state.batch = 0; state.batch < state.batches_per_epoch;) {
+          const bool ends = state.window_ends();
+          // the step's rates are those of its own batch, which the parity above proves lr(ni) gives
+          schedule_same = schedule_same && (!ends || state.schedule_iteration() == state.global_batch());
+          ++state.batch;
+          if (ends) {
+            steps.push_back(state.global_batch() - 1);
+            state.record_step();
+          }
+        }
+      }
+      const auto expected = c["steps"].get<std::vector<std::int64_t>>();
+      const double decay = 5e-4 * state.weight_decay_scale, expected_decay = c["weight_decay"];
+      const bool same = steps == expected && state.accumulate == c["accumulate"].get<std::int64_t>() && schedule_same &&
+                        std::abs(decay - expected_decay) < 1e-15 && state.optimizer_steps == static_cast<std::int64_t>(expected.size());
+      fmt::print("yolov5 nbs 64, batch {}, {} batches x {} epochs: {} optimizer steps (train.py {}), accumulate {}, "
+                 "weight_decay {:g} (train.py {:g}) {}\n", c["batch"].get<int>(), state.batches_per_epoch, state.epochs, steps.size(),
+                 expected.size(), state.accumulate, decay, expected_decay, same ? "ok" : "MISMATCH");
+      ok = ok && same;
+    }
+    ok = ok && info["yolov5_nbs"].size() == 4;
     {
       int differing = 0;
       for (const auto& row : info["aug_stop"]) {

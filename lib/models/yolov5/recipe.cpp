@@ -11,6 +11,7 @@ std::vector<config::OptionDefault> option_defaults(const std::string& size) {
       {"warmup_epochs", "3"},
       {"warmup_momentum", "0.8"},
       {"warmup_bias_lr", "0.1"},
+      {"nbs", "64"},  // train.py's nominal batch: accumulation ramped over the warm-up, weight_decay scaled
       {"no_aug_epochs", "0"},  // yolov5 keeps mosaic to the last epoch
       {"degrees", "0.0"},
       {"shear", "0.0"},
