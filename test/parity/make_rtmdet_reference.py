@@ -27,6 +27,7 @@ except ImportError as error:
 HEIGHT, WIDTH = 128, 160  # not square, so that x and y cannot be swapped unseen
 CASES = [("t", 3), ("m", 2)]
 SIZES = "tsmlx"
+INIT_SEEDS = (0, 1)
 
 
 def build(size, classes, seed):
@@ -128,6 +129,14 @@ def main():
         print(f"rtmdet-{size}: loss {float(result['total_loss']):.6g} (cls {float(result['loss_cls']):.6g}, "
               f"bbox {float(result['loss_bbox']):.6g}); {int((captured['assigned_labels'] < classes).sum())} positives")
     save_file(tensors, str(out / "rtmdet.safetensors"))
+    # what training starts from: RTMDet-t at 80 classes built right after torch.manual_seed(seed),
+    # as libreyolo's model wrapper builds it (models/base/model.py)
+    init = {}
+    for seed in INIT_SEEDS:
+        torch.manual_seed(seed)
+        for name, value in LibreRTMDetModel(size="t", nc=80).state_dict().items():
+            init[f"seed{seed}.{name}"] = value.detach().clone().contiguous()
+    save_file(init, str(out / "rtmdet_init.safetensors"))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 #include <ATen/ATen.h>
 
 #include <regex>
+#include <set>
 
 using namespace libreyolo::models;
 
@@ -134,6 +135,53 @@ bool run_case(const parity::Tensors& io, const std::string& key) {
   return ok;
 }
 
+// The same seed gives the same initial weights: RTMDet-t at 80 classes built right after
+// manual_seed, as both trainers build it, draws every tensor in libreyolo's order (same LibTorch
+// generator), so a training of ours and one of the reference start from the same point.
+bool same_initial_weights(const std::string& dir) {
+  const parity::Tensors reference = read_safetensors(dir + "/rtmdet_init.safetensors");
+  bool ok = true;
+  for (const int seed : {0, 1}) {
+    torch::manual_seed(static_cast<std::uint64_t>(seed));
+    rtmdet::Model model("t", 80);
+    int differing = 0, compared = 0;
+    std::string first;
+    const NamedTensors ours = state_dict(*model);
+    std::set<std::string> names;
+    for (const auto& [name, tensor] : ours) {
+      names.insert(name);
+      const auto found = reference.find(fmt::format("seed{}.{}", seed, name));
+      ++compared;
+      if (found == reference.end() || !at::equal(found->second, tensor)) {
+        if (differing++ == 0) first = name;
+      }
+    }
+    // every reference tensor is ours too, or a level-1/2 copy of the head's shared convolutions
+    int unmatched = 0;
+    const std::regex shared(R"(head\.(cls|reg)_convs\.[12]\.\d\.conv\.weight)");
+    const std::string prefix = fmt::format("seed{}.", seed);
+    for (const auto& [key, tensor] : reference) {
+      if (key.rfind(prefix, 0) != 0) continue;
+      const std::string name = key.substr(prefix.size());
+      if (!std::regex_match(name, shared) && !names.count(name)) ++unmatched;
+    }
+    const bool same = differing == 0 && unmatched == 0 && compared > 0;
+    fmt::print("initial weights, seed {}: {} tensors, {} differ{}{}, {} of libreyolo's not ours {}\n", seed, compared, differing,
+               first.empty() ? "" : " (first: ", first.empty() ? "" : first + ")", unmatched, same ? "ok" : "MISMATCH");
+    ok = ok && same;
+  }
+  return ok;
+}
+
 }  // namespace
 
-int main(int argc, char** argv) { return parity::run_cases(argc, argv, "rtmdet.safetensors", "input", "RTMDet", run_case); }
+int main(int argc, char** argv) {
+  const int cases = parity::run_cases(argc, argv, "rtmdet.safetensors", "input", "RTMDet", run_case);
+  if (argc != 2) return cases;
+  try {
+    return same_initial_weights(argv[1]) ? cases : 1;
+  } catch (const std::exception& error) {
+    fmt::print("FAIL: {}\n", error.what());
+    return 1;
+  }
+}

@@ -100,8 +100,13 @@ ModelImpl::ModelImpl(std::string_view size, int class_count) : spec_(size_spec(s
   auto head = register_module("head", std::make_shared<torch::nn::Module>());
 
   const int stem_half = static_cast<int>(64 * w / 2), stem = width(64);
-  stem_ = backbone->register_module("stem", torch::nn::Sequential(conv_bn_act(3, stem_half, 3, 2), conv_bn_act(stem_half, stem_half, 3, 1),
-                                                                  conv_bn_act(stem_half, stem, 3, 1)));
+  // Every module is built in libreyolo's order, one statement each (a call's arguments have no set
+  // order): the same seed then draws the same initial weights (parity_rtmdet checks it).
+  torch::nn::Sequential stem_layers;
+  stem_layers->push_back(conv_bn_act(3, stem_half, 3, 2));
+  stem_layers->push_back(conv_bn_act(stem_half, stem_half, 3, 1));
+  stem_layers->push_back(conv_bn_act(stem_half, stem, 3, 1));
+  stem_ = backbone->register_module("stem", stem_layers);
   const std::array<int, 4> outs{width(128), width(256), width(512), width(1024)};
   const std::array<int, 4> depth{blocks(3, d), blocks(6, d), blocks(6, d), blocks(3, d)};
   std::array<torch::nn::Sequential*, 4> stages{&stage1_, &stage2_, &stage3_, &stage4_};
@@ -116,14 +121,21 @@ ModelImpl::ModelImpl(std::string_view size, int class_count) : spec_(size_spec(s
 
   // PAFPN over (C3, C4, C5) = outs[1..3]
   const int c3 = outs[1], c4 = outs[2], c5 = outs[3], neck_blocks = blocks(3, d), feat = width(256);
-  reduce_layers_ = neck->register_module("reduce_layers", torch::nn::ModuleList(conv_bn_act(c5, c4, 1, 1), conv_bn_act(c4, c3, 1, 1)));
-  top_down_blocks_ = neck->register_module(
-      "top_down_blocks", torch::nn::ModuleList(CspLayer(2 * c4, c4, neck_blocks, false, false), CspLayer(2 * c3, c3, neck_blocks, false, false)));
-  downsamples_ = neck->register_module("downsamples", torch::nn::ModuleList(conv_bn_act(c3, c3, 3, 2), conv_bn_act(c4, c4, 3, 2)));
-  bottom_up_blocks_ = neck->register_module(
-      "bottom_up_blocks", torch::nn::ModuleList(CspLayer(2 * c3, c4, neck_blocks, false, false), CspLayer(2 * c4, c5, neck_blocks, false, false)));
-  out_convs_ = neck->register_module("out_convs", torch::nn::ModuleList(conv_bn_act(c3, feat, 3, 1), conv_bn_act(c4, feat, 3, 1),
-                                                                        conv_bn_act(c5, feat, 3, 1)));
+  torch::nn::ModuleList reduce, top_down, down, bottom_up, out;
+  for (const auto& [upper, lower] : {std::pair{c5, c4}, std::pair{c4, c3}}) {  // top-down: each level's reduce, then its block
+    reduce->push_back(conv_bn_act(upper, lower, 1, 1));
+    top_down->push_back(CspLayer(2 * lower, lower, neck_blocks, false, false));
+  }
+  for (const auto& [lower, upper] : {std::pair{c3, c4}, std::pair{c4, c5}}) {  // bottom-up
+    down->push_back(conv_bn_act(lower, lower, 3, 2));
+    bottom_up->push_back(CspLayer(2 * lower, upper, neck_blocks, false, false));
+  }
+  for (const int c : {c3, c4, c5}) out->push_back(conv_bn_act(c, feat, 3, 1));
+  reduce_layers_ = neck->register_module("reduce_layers", reduce);
+  top_down_blocks_ = neck->register_module("top_down_blocks", top_down);
+  downsamples_ = neck->register_module("downsamples", down);
+  bottom_up_blocks_ = neck->register_module("bottom_up_blocks", bottom_up);
+  out_convs_ = neck->register_module("out_convs", out);
 
   // Head: per level two 3x3 towers (their convolutions level 0's), a class and a box 1x1 conv.
   cls_convs_ = head->register_module("cls_convs", torch::nn::ModuleList());
@@ -131,23 +143,19 @@ ModelImpl::ModelImpl(std::string_view size, int class_count) : spec_(size_spec(s
   rtm_cls_ = head->register_module("rtm_cls", torch::nn::ModuleList());
   rtm_reg_ = head->register_module("rtm_reg", torch::nn::ModuleList());
   for (std::size_t level = 0; level < kStrides.size(); ++level) {
-    for (auto* towers : {&cls_convs_, &reg_convs_}) {
-      torch::nn::Sequential tower(conv_bn_act(feat, feat, 3, 1), conv_bn_act(feat, feat, 3, 1));
-      (*towers)->push_back(tower);
+    torch::nn::Sequential cls_tower, reg_tower;
+    for (int i = 0; i < 2; ++i) {  // libreyolo's order: the class tower's i-th conv, then the box tower's
+      cls_tower->push_back(conv_bn_act(feat, feat, 3, 1));
+      reg_tower->push_back(conv_bn_act(feat, feat, 3, 1));
     }
-    rtm_cls_->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(feat, class_count, 1).bias(true)));
-    rtm_reg_->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(feat, 4, 1).bias(true)));
+    cls_convs_->push_back(cls_tower);
+    reg_convs_->push_back(reg_tower);
   }
-  // RTMDetSepBNHead.init_weights: every head conv N(0, 0.01) with zero bias, the class bias at the
-  // prior 0.01; then the towers of levels 1 and 2 take level 0's convolutions.
-  torch::NoGradGuard no_grad;
-  for (const auto& module : head->modules(/*include_self=*/false)) {
-    if (auto* conv = dynamic_cast<torch::nn::Conv2dImpl*>(module.get())) {
-      torch::nn::init::normal_(conv->weight, 0.0, 0.01);
-      if (conv->bias.defined()) conv->bias.zero_();
-    }
-  }
-  for (std::size_t level = 0; level < kStrides.size(); ++level) rtm_cls_[level]->as<torch::nn::Conv2d>()->bias.fill_(-std::log(99.0));
+  for (std::size_t level = 0; level < kStrides.size(); ++level) rtm_cls_->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(feat, class_count, 1).bias(true)));
+  for (std::size_t level = 0; level < kStrides.size(); ++level) rtm_reg_->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(feat, 4, 1).bias(true)));
+  // The towers of levels 1 and 2 take level 0's convolutions; then RTMDetSepBNHead.init_weights:
+  // each head conv once (the shared ones at level 0), N(0, 0.01) with zero bias, in module order,
+  // and the class bias at the prior 0.01.
   for (auto* towers : {&cls_convs_, &reg_convs_}) {
     auto& first = *(*towers)[0]->as<torch::nn::Sequential>();
     for (std::size_t level = 1; level < kStrides.size(); ++level) {
@@ -155,6 +163,21 @@ ModelImpl::ModelImpl(std::string_view size, int class_count) : spec_(size_spec(s
       for (std::size_t i = 0; i < 2; ++i) tower[i]->as<nn::BaseConv>()->share_convolution_of(*first[i]->as<nn::BaseConv>());
     }
   }
+  torch::NoGradGuard no_grad;
+  std::vector<torch::nn::Conv2dImpl*> convs;
+  for (auto* towers : {&cls_convs_, &reg_convs_}) {
+    for (const auto& module : (*towers)[0]->modules(/*include_self=*/false)) {
+      if (auto* conv = dynamic_cast<torch::nn::Conv2dImpl*>(module.get())) convs.push_back(conv);
+    }
+  }
+  for (auto* list : {&rtm_cls_, &rtm_reg_}) {
+    for (std::size_t level = 0; level < kStrides.size(); ++level) convs.push_back((*list)[level]->as<torch::nn::Conv2d>());
+  }
+  for (auto* conv : convs) {
+    torch::nn::init::normal_(conv->weight, 0.0, 0.01);
+    if (conv->bias.defined()) conv->bias.zero_();
+  }
+  for (std::size_t level = 0; level < kStrides.size(); ++level) rtm_cls_[level]->as<torch::nn::Conv2d>()->bias.fill_(-std::log(99.0));
 }
 
 std::vector<torch::Tensor> ModelImpl::forward(const torch::Tensor& images) {
