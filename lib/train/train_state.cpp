@@ -102,6 +102,8 @@ void TrainState::set_nominal_batch(std::int64_t nbs, std::int64_t global_batch_s
   nominal_ratio = static_cast<double>(nbs) / static_cast<double>(global_batch_size);
   accumulate = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::nearbyint(nominal_ratio)));
   ramp = ramp_windows;
+  ramp_batches = 0;
+  weight_decay_scale = 1;
   if (!ramp) return;
   // as the linear_epoch schedule counts its warm-up
   const double warmup = warmup_epochs * static_cast<double>(batches_per_epoch);

@@ -74,8 +74,11 @@ TEST_CASE("YOLOv5's nominal batch: windows grow over the warm-up, then stay at r
   CHECK(state.accumulate == 4);
   CHECK(state.weight_decay_scale == Approx(8.0 / 7.0));
   CHECK(state.ramp_batches == 0);
-  state.set_nominal_batch(5, 2, 0.0, false);
+  state.set_nominal_batch(5, 2, 3.0, false);  // LibreYOLO's nbs: no ramp, weight decay as given
   CHECK(state.accumulate == 2);
+  CHECK_FALSE(state.ramp);
+  CHECK(state.weight_decay_scale == 1.0);
+  CHECK(state.loss_divisor() == 2.0);
 }
 
 TEST_CASE("The trainer steps where the windows end: YOLOv5's run on across epochs, LibreYOLO's restart with each", "[train_state]") {
