@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -34,8 +35,8 @@ std::uint64_t available_memory_bytes() {
   return 0;
 }
 
-fs::path disk_cache_path(const fs::path& image, int image_size) {
-  return fs::path(image.string() + fmt::format(".{}.libreyolo", image_size));
+fs::path disk_cache_path(const fs::path& image, int image_size, ResizeRule rule) {
+  return fs::path(image.string() + fmt::format(".{}{}.libreyolo", image_size, rule == ResizeRule::truncate ? "t" : ""));
 }
 
 }  // namespace
@@ -43,10 +44,25 @@ fs::path disk_cache_path(const fs::path& image, int image_size) {
 namespace {
 RamCachePeers ram_cache_peers;
 
-// (rows, cols) of a record's image once resized so that its long side is `image_size`.
-std::pair<int, int> resized_shape(const ImageRecord& record, int image_size) {
-  const double ratio = static_cast<double>(image_size) / std::max(std::max(record.width, record.height), 1);
-  return {static_cast<int>(std::ceil(record.height * ratio)), static_cast<int>(std::ceil(record.width * ratio))};
+double resize_ratio(int width, int height, int image_size) {
+  return static_cast<double>(image_size) / std::max(std::max(width, height), 1);
+}
+
+// (rows, cols) of an image of `width` x `height` once resized so that its long side is `image_size`
+// (a side truncated to nothing keeps one pixel).
+cv::Size resized_size(int width, int height, int image_size, ResizeRule rule) {
+  const double ratio = resize_ratio(width, height, image_size);
+  const auto side = [&](int length) {
+    const double scaled = length * ratio;
+    const int rounded = rule == ResizeRule::truncate ? static_cast<int>(scaled) : static_cast<int>(std::ceil(scaled));
+    return std::clamp(rounded, 1, image_size);
+  };
+  return {side(width), side(height)};
+}
+
+std::pair<int, int> resized_shape(const ImageRecord& record, int image_size, ResizeRule rule) {
+  const cv::Size size = resized_size(record.width, record.height, image_size, rule);
+  return {size.height, size.width};
 }
 }  // namespace
 
@@ -61,8 +77,9 @@ CacheMode parse_cache_mode(const std::string& text) {
   return CacheMode::none;
 }
 
-DetectionDataset::DetectionDataset(std::vector<ImageRecord> records, int class_count, int image_size, CacheMode cache)
-    : records_(std::move(records)), class_count_(class_count), image_size_(image_size), cache_(cache) {
+DetectionDataset::DetectionDataset(std::vector<ImageRecord> records, int class_count, int image_size, CacheMode cache,
+                                   ResizeRule resize)
+    : records_(std::move(records)), class_count_(class_count), image_size_(image_size), cache_(cache), resize_(resize) {
   static std::atomic<std::uint64_t> next_id{1};
   id_ = next_id++;
   if (cache_ == CacheMode::ram) {
@@ -104,9 +121,9 @@ bool DetectionDataset::share_ram_cache(std::uint64_t needed, std::uint64_t avail
   std::vector<std::pair<int, int>> capacity;  // the resized size, and a pixel of slack for decoders that round
   capacity.reserve(records_.size());
   std::uint64_t bytes = 0;
-  std::size_t fingerprint = std::hash<int>{}(image_size_);
+  std::size_t fingerprint = std::hash<int>{}(image_size_) * 2 + (resize_ == ResizeRule::truncate ? 1 : 0);
   for (const auto& record : records_) {
-    const auto [resized_rows, resized_cols] = resized_shape(record, image_size_);
+    const auto [resized_rows, resized_cols] = resized_shape(record, image_size_, resize_);
     const int rows = std::min(resized_rows + 1, image_size_), cols = std::min(resized_cols + 1, image_size_);
     capacity.emplace_back(rows, cols);
     bytes += static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * 3;
@@ -149,7 +166,7 @@ bool DetectionDataset::share_ram_cache(std::uint64_t needed, std::uint64_t avail
 std::uint64_t DetectionDataset::resized_bytes() const {
   std::uint64_t total = 0;
   for (const auto& record : records_) {
-    const auto [rows, cols] = resized_shape(record, image_size_);
+    const auto [rows, cols] = resized_shape(record, image_size_, resize_);
     total += static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * 3;
   }
   return total;
@@ -158,16 +175,13 @@ std::uint64_t DetectionDataset::resized_bytes() const {
 cv::Mat DetectionDataset::decode_resized(std::size_t index) const {
   cv::Mat image;
   try {
-    image = decode_image(records_[index].image, image_size_);
+    // LibreYOLO resizes the full decode; a decoder's own scaling would give other pixels
+    image = decode_image(records_[index].image, resize_ == ResizeRule::truncate ? 0 : image_size_);
   } catch (const CorruptImage& error) {
     throw DataError(fmt::format("{}: {}", records_[index].image.string(), error.what()));
   }
-  const double ratio = static_cast<double>(image_size_) / std::max(image.cols, image.rows);
-  if (ratio != 1.0) {
-    const int width = std::min(static_cast<int>(std::ceil(image.cols * ratio)), image_size_);
-    const int height = std::min(static_cast<int>(std::ceil(image.rows * ratio)), image_size_);
-    cv::resize(image, image, cv::Size(width, height), 0, 0, cv::INTER_LINEAR);
-  }
+  const cv::Size size = resized_size(image.cols, image.rows, image_size_, resize_);
+  if (size != image.size()) cv::resize(image, image, size, 0, 0, cv::INTER_LINEAR);
   return image;
 }
 
@@ -191,7 +205,7 @@ cv::Mat DetectionDataset::recently_decoded(std::size_t index) const {
 }
 
 cv::Mat DetectionDataset::load_disk_cached(std::size_t index) const {
-  const fs::path path = disk_cache_path(records_[index].image, image_size_);
+  const fs::path path = disk_cache_path(records_[index].image, image_size_, resize_);
   std::ifstream stream(path, std::ios::binary);
   if (stream) {
     char magic[8];
@@ -238,22 +252,26 @@ Sample DetectionDataset::load_resized(std::size_t index) const {
   } else {
     image = recently_decoded(index);
   }
-  return with_boxes(index, image);
+  const ImageRecord& record = records_[index];
+  const double ratio = resize_ratio(record.width, record.height, image_size_);
+  return with_boxes(index, image, resize_ == ResizeRule::truncate ? cv::Size2d(record.width * ratio, record.height * ratio)
+                                                                 : cv::Size2d(image.cols, image.rows));
 }
 
 Sample DetectionDataset::load_original(std::size_t index) const {
   try {
-    return with_boxes(index, decode_image(records_[index].image));
+    const cv::Mat image = decode_image(records_[index].image);
+    return with_boxes(index, image, cv::Size2d(image.cols, image.rows));
   } catch (const CorruptImage& error) {
     throw DataError(fmt::format("{}: {}", records_[index].image.string(), error.what()));
   }
 }
 
-Sample DetectionDataset::with_boxes(std::size_t index, const cv::Mat& image) const {
+Sample DetectionDataset::with_boxes(std::size_t index, const cv::Mat& image, cv::Size2d scale) const {
   Sample sample;
   sample.image = image;
-  const float width = static_cast<float>(image.cols);
-  const float height = static_cast<float>(image.rows);
+  const float width = static_cast<float>(scale.width);
+  const float height = static_cast<float>(scale.height);
   for (const auto& box : records_[index].boxes) {
     sample.boxes.push_back({box.cls, (box.cx - box.w / 2) * width, (box.cy - box.h / 2) * height,
                             (box.cx + box.w / 2) * width, (box.cy + box.h / 2) * height});

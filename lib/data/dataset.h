@@ -15,6 +15,13 @@
 namespace libreyolo::data {
 
 enum class CacheMode { none, ram, disk };
+
+// How "long side = imgsz" is done. round_up: Ultralytics' load_image (sides ceil(w * r); a JPEG may
+// be decoded at 1/2, 1/4 or 1/8 scale first when that still covers imgsz, which is much faster).
+// truncate: LibreYOLO's YOLOX-style datasets (load_resized_img: the full decode, then sides
+// int(w * r), bilinear; boxes scaled by r, as its labels), whose pixels its YOLOX, YOLOv7 and
+// RTMDet train and validate on.
+enum class ResizeRule { round_up, truncate };
 CacheMode parse_cache_mode(const std::string& text);  // "false" | "ram" | "disk"
 
 // cache=ram in the processes of a data-parallel run on one machine (`copies` of them). With a
@@ -31,15 +38,17 @@ void set_ram_cache_peers(RamCachePeers peers);
 
 class DetectionDataset {
  public:
-  DetectionDataset(std::vector<ImageRecord> records, int class_count, int image_size, CacheMode cache);
+  DetectionDataset(std::vector<ImageRecord> records, int class_count, int image_size, CacheMode cache,
+                   ResizeRule resize = ResizeRule::round_up);
 
   std::size_t size() const { return records_.size(); }
   int class_count() const { return class_count_; }
   int image_size() const { return image_size_; }
   const ImageRecord& record(std::size_t index) const { return records_[index]; }
   CacheMode cache_mode() const { return cache_; }
+  ResizeRule resize_rule() const { return resize_; }
 
-  // Long side = image_size (Ultralytics load_image), boxes in pixels of the resized image.
+  // Long side = image_size by the dataset's ResizeRule, boxes in pixels of the resized image.
   // Thread-safe.
   Sample load_resized(std::size_t index) const;
   // The image at its own size, decoded now (never cached), boxes in its pixels. Thread-safe.
@@ -50,7 +59,9 @@ class DetectionDataset {
 
  private:
   cv::Mat decode_resized(std::size_t index) const;
-  Sample with_boxes(std::size_t index, const cv::Mat& image) const;
+  // `scale`: what the record's normalised boxes are multiplied by ((width, height) of the image
+  // they belong to, or of the original times r under ResizeRule::truncate).
+  Sample with_boxes(std::size_t index, const cv::Mat& image, cv::Size2d scale) const;
   cv::Mat load_disk_cached(std::size_t index) const;
   cv::Mat recently_decoded(std::size_t index) const;
   bool share_ram_cache(std::uint64_t needed, std::uint64_t available);
@@ -59,6 +70,7 @@ class DetectionDataset {
   int class_count_;
   int image_size_;
   CacheMode cache_;
+  ResizeRule resize_;
   std::uint64_t id_ = 0;  // tells datasets apart in the per-thread decode memo
   std::unique_ptr<SharedImageCache> shared_;  // cache=ram shared with the machine's other processes
   std::string shared_failure_;                 // why there is none (for the warning)

@@ -40,6 +40,8 @@ ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int wor
   return scan;
 }
 
+ResizeRule resize_rule_for(Recipe recipe) { return recipe == Recipe::yolox ? ResizeRule::truncate : ResizeRule::round_up; }
+
 TrainingData load_training_data(const config::Config& config, Recipe recipe) {
   TrainingData data;
   data.spec = load_dataset_spec(config.get_text("data"));
@@ -63,7 +65,7 @@ TrainingData load_training_data(const config::Config& config, Recipe recipe) {
               "crop until aug_stop_epoch_ratio of the epochs, then flips and the stretch");
   }
   data.dataset = std::make_unique<DetectionDataset>(std::move(scan.images), data.spec.class_count(), augment.image_size,
-                                                    parse_cache_mode(config.get_text("cache")));
+                                                    parse_cache_mode(config.get_text("cache")), resize_rule_for(recipe));
   data.pipeline = std::make_unique<TrainPipeline>(*data.dataset, augment, static_cast<std::uint64_t>(config.get_int("seed")));
   return data;
 }

@@ -21,6 +21,10 @@ ScanResult read_split(const DatasetSpec& spec, const std::string& split, int wor
 // backgrounds, K corrupt") and one warning per skipped image.
 ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int workers);
 
+// The dataset rule of a family's pipeline: LibreYOLO's YOLOX-style dataset (truncate) under the
+// yolox recipe, Ultralytics' (round_up) otherwise (the DETR recipes start from the original image).
+ResizeRule resize_rule_for(Recipe recipe);
+
 struct TrainingData {
   DatasetSpec spec;
   std::unique_ptr<DetectionDataset> dataset;

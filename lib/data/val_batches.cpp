@@ -51,26 +51,14 @@ ValSample letterbox_for_validation(const DetectionDataset& dataset, std::size_t 
 }
 
 ValSample top_left_for_validation(const DetectionDataset& dataset, std::size_t index, cv::Size shape) {
+  // the pixels training saw: LibreYOLO's truncated sides when the dataset follows its rule
   const ImageRecord& record = dataset.record(index);
-  // LibreYOLO's dataset truncates the resized sides (int(w * r)) where ours rounds up, as
-  // Ultralytics': where that differs (a 381 x 500 image at 640: 487 rows, not 488), from the original
-  // (decoded once either way: load_resized's sides are known from the record)
-  const double ratio = static_cast<double>(dataset.image_size()) / std::max(record.width, record.height);
-  const cv::Size truncated(static_cast<int>(record.width * ratio), static_cast<int>(record.height * ratio));
-  const auto rounded_up = [&](int side) { return std::min(static_cast<int>(std::ceil(side * ratio)), dataset.image_size()); };
-  const bool differs = ratio != 1.0 && cv::Size(rounded_up(record.width), rounded_up(record.height)) != truncated;
-  const bool possible = truncated.width > 0 && truncated.height > 0;
-  Sample resized = differs && possible ? stretch_to(dataset.load_original(index), truncated, /*area_when_shrinking=*/false)
-                                       : dataset.load_resized(index);
-  if (resized.image.size() != truncated && possible) {  // a decoder that scaled while decoding: sides of its own
-    resized = stretch_to(dataset.load_original(index), truncated, /*area_when_shrinking=*/false);
-  }
+  const Sample resized = dataset.load_resized(index);
   const LetterboxResult boxed = fit_top_left(resized, shape);
   ValSample out;
   out.sample = boxed.sample;
   out.original = cv::Size(record.width, record.height);
-  out.gain = boxed.ratio * static_cast<double>(std::max(resized.image.cols, resized.image.rows)) /
-             std::max(record.width, record.height);
+  out.gain = boxed.ratio * static_cast<double>(dataset.image_size()) / std::max(record.width, record.height);
   out.gain_y = out.gain;  // no padding before the image: pad stays (0, 0)
   return out;
 }

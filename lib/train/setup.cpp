@@ -183,7 +183,8 @@ void set_up_data(Training& t) {
   if (config.get_bool("val") && !t.inputs.data.spec.val.empty()) {
     auto scan = data::scan_split(t.inputs.data.spec, "val", t.place.workers);
     t.inputs.val_dataset = std::make_unique<data::DetectionDataset>(std::move(scan.images), t.inputs.class_count, t.inputs.image_size,
-                                                             data::parse_cache_mode(config.get_text("cache")));
+                                                             data::parse_cache_mode(config.get_text("cache")),
+                                                             t.inputs.data.dataset->resize_rule());
   }
   // Each rank takes every world-th sample of the epoch's order: its batch i and the other ranks'
   // batch i together are exactly the single-process global batch i, whatever the world size.

@@ -58,8 +58,10 @@ int run_data_bench(const Arguments& arguments) {
   const std::size_t probe = std::min<std::size_t>(32, dataset.size());
   std::vector<data::ImageRecord> records;
   for (std::size_t i = 0; i < dataset.size(); ++i) records.push_back(dataset.record(i));
-  const data::DetectionDataset uncached(records, dataset.class_count(), dataset.image_size(), data::CacheMode::none);
-  const data::DetectionDataset cached(records, dataset.class_count(), dataset.image_size(), data::CacheMode::ram);
+  const data::DetectionDataset uncached(records, dataset.class_count(), dataset.image_size(), data::CacheMode::none,
+                                        dataset.resize_rule());
+  const data::DetectionDataset cached(records, dataset.class_count(), dataset.image_size(), data::CacheMode::ram,
+                                      dataset.resize_rule());
   for (std::size_t i = 0; i < cached.size(); ++i) cached.load_resized(i);
   const data::TrainPipeline cached_pipeline(cached, pipeline.config(), static_cast<std::uint64_t>(config.get_int("seed")));
   const double decode_ms = milliseconds_per_call(probe, [&](std::size_t i) { uncached.load_resized(i); });

@@ -34,12 +34,13 @@ int run_val(const Arguments& arguments) {
   auto scan = data::scan_split(spec, split, static_cast<int>(config.get_int("workers")));
   const int image_size = config.source("imgsz") == config::Source::table_default && loaded.image_size > 0
                              ? loaded.image_size : config.get_image_size("imgsz").height;
-  const data::DetectionDataset dataset(std::move(scan.images), spec.class_count(), image_size, data::CacheMode::none);
+  const models::Family& family = models::family(loaded.name.family);
+  const data::DetectionDataset dataset(std::move(scan.images), spec.class_count(), image_size, data::CacheMode::none,
+                                       data::resize_rule_for(family.augment_recipe()));
   const c10::Device device = train::resolve_device(config.get_text("device"));
   train::log_ignored_keys(config);
   loaded.model.module->to(device);
   loaded.model.module->eval();
-  const models::Family& family = models::family(loaded.name.family);
   const eval::Validator validator(dataset, {.family = &family,
                                             .batch_size = static_cast<int>(std::max<std::int64_t>(1, config.get_int("batch"))),
                                             .image_size = image_size,

@@ -1,4 +1,5 @@
 #include "data/dataset.h"
+#include "data/image_io.h"
 #include "data/label_scan.h"
 #include "data/loader.h"
 #include "data/sampling.h"
@@ -225,6 +226,35 @@ TEST_CASE("the RAM cache gives the same samples as decoding", "[loader]") {
   CHECK(cv::norm(first.image, second.image, cv::NORM_INF) == 0);
   CHECK(cv::norm(first.image, plain.load_resized(2).image, cv::NORM_INF) == 0);
   CHECK(fs::exists(root / "images" / "img2.jpg.96.libreyolo"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("ResizeRule::truncate is LibreYOLO's load_resized_img: the full decode, int(w * r) bilinear, boxes times r",
+          "[loader]") {
+  // 850 x 567 at 320: r = 320 / 850, 213.45 rows -> 213 (Ultralytics' rule: 214 from a 1/2-scale
+  // decode; 2 x 320 <= 850, so the JPEG decoder scales)
+  const auto root = fresh_folder("truncate");
+  cv::Mat image = gradient(850, 567);
+  cv::rectangle(image, cv::Rect(100, 60, 300, 200), cv::Scalar(255, 255, 255), cv::FILLED);
+  write_bytes(root / "images" / "a.jpg", jpeg_bytes(image));
+  write_text(root / "labels" / "a.txt", "0 0.5 0.4 0.4 0.3\n");
+  const auto records = scan_images({root / "images" / "a.jpg"}, 1, {.threads = 1, .use_cache = false}).images;
+  const double r = 320.0 / 850.0;
+  for (const CacheMode cache : {CacheMode::none, CacheMode::ram, CacheMode::disk}) {
+    const DetectionDataset dataset(records, 1, 320, cache, ResizeRule::truncate);
+    const Sample sample = dataset.load_resized(0);
+    REQUIRE(sample.image.size() == cv::Size(320, 213));
+    cv::Mat expected;
+    cv::resize(decode_image(root / "images" / "a.jpg"), expected, cv::Size(320, 213), 0, 0, cv::INTER_LINEAR);
+    CHECK(cv::norm(sample.image, expected, cv::NORM_INF) == 0);
+    REQUIRE(sample.boxes.size() == 1);
+    CHECK(sample.boxes[0].y1 == Approx((0.4 - 0.15) * 567 * r).epsilon(1e-6));  // r, not 213 / 567
+    CHECK(sample.boxes[0].x2 == Approx(0.7 * 850 * r).epsilon(1e-6));
+  }
+  CHECK(fs::exists(root / "images" / "a.jpg.320t.libreyolo"));  // its own disk cache file
+  const DetectionDataset ultralytics(records, 1, 320, CacheMode::none);
+  CHECK(ultralytics.load_resized(0).image.size() == cv::Size(320, 214));
+  CHECK(ultralytics.load_resized(0).boxes[0].y1 == Approx((0.4 - 0.15) * 214).epsilon(1e-6));
   fs::remove_all(root);
 }
 

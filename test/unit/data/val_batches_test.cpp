@@ -1,3 +1,4 @@
+#include "data/training_data.h"
 #include "data/val_batches.h"
 #include "test_images.h"
 
@@ -111,13 +112,14 @@ TEST_CASE("validation top-left letterbox: the imgsz square in dataset order, the
 }
 
 TEST_CASE("validation top-left letterbox truncates the resized sides, as LibreYOLO's dataset", "[val_batches]") {
-  // 381 x 500 at 640: 487.68 columns -> 487 (ours rounds up to 488 elsewhere, as Ultralytics)
+  // 381 x 500 at 640: 487.68 columns -> 487 (Ultralytics' rule rounds up to 488)
   const auto root = fresh_folder("valtrunc");
   write_bytes(root / "images" / "a.jpg", encode_image(cv::Mat(500, 381, CV_8UC3, cv::Scalar(255, 255, 255)), ".jpg", 95));
   write_text(root / "labels" / "a.txt", "0 0.5 0.5 0.5 0.5\n");
-  DetectionDataset dataset(scan_images({root / "images" / "a.jpg"}, 1, {.threads = 1, .use_cache = false}).images, 1, 640,
-                           CacheMode::none);
-  CHECK(dataset.load_resized(0).image.size() == cv::Size(488, 640));
+  const auto records = scan_images({root / "images" / "a.jpg"}, 1, {.threads = 1, .use_cache = false}).images;
+  CHECK(DetectionDataset(records, 1, 640, CacheMode::none).load_resized(0).image.size() == cv::Size(488, 640));
+  DetectionDataset dataset(records, 1, 640, CacheMode::none, resize_rule_for(Recipe::yolox));
+  CHECK(dataset.load_resized(0).image.size() == cv::Size(487, 640));
   const ValSample sample = fit_for_validation(dataset, 0, cv::Size(640, 640), InputFit::letterbox_top_left);
   const cv::Mat& image = sample.sample.image;
   CHECK(image.at<cv::Vec3b>(300, 486)[0] > 200);  // the white image, to its last column
