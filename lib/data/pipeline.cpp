@@ -11,6 +11,7 @@ namespace libreyolo::data {
 std::string_view recipe_name(Recipe recipe) {
   switch (recipe) {
     case Recipe::yolo9: return "yolo9";
+    case Recipe::yolov5: return "yolov5";
     case Recipe::yolox: return "yolox";
     case Recipe::detr: return "detr";
     case Recipe::dfine: return "dfine";
@@ -52,12 +53,14 @@ std::size_t TrainPipeline::Draw::partner() {
 
 Sample TrainPipeline::sample(std::size_t index, int epoch, std::span<const std::size_t> pool) const {
   SampleRandom random(seed_, static_cast<std::uint64_t>(epoch), index);
-  // a pool too small to mix well: partners come from the whole dataset (same draws, no index list)
-  if (pool.size() < 4) pool = {};
+  // a pool too small to mix well, or YOLOv5's mosaic: partners come from the whole dataset (same
+  // draws, no index list)
+  if (pool.size() < 4 || augment_.recipe == Recipe::yolov5) pool = {};
   Draw draw{random, pool, dataset_.size()};
   Sample out;
   switch (augment_.recipe) {
-    case Recipe::yolo9: out = yolo9_sample(index, draw); break;
+    case Recipe::yolo9:
+    case Recipe::yolov5: out = yolo9_sample(index, draw); break;
     case Recipe::yolox: out = yolox_sample(index, draw); break;
     case Recipe::detr: out = detr_sample(index, draw); break;
     case Recipe::dfine:
@@ -78,9 +81,12 @@ PiecedImage TrainPipeline::mosaic_pieces_of(std::size_t index, Draw& draw) const
   // Ultralytics draws yc then xc in U(s/2, 3s/2); YOLOX the same range, also y first.
   const int yc = static_cast<int>(random.uniform(0.5 * s, 1.5 * s));
   const int xc = static_cast<int>(random.uniform(0.5 * s, 1.5 * s));
+  std::array<std::size_t, 4> indices{index, draw.partner(), draw.partner(), draw.partner()};
+  if (augment_.recipe == Recipe::yolov5) {  // load_mosaic's random.shuffle(indices): the sample's image in any tile
+    for (int i = 3; i > 0; --i) std::swap(indices[i], indices[random.integer(0, i)]);
+  }
   std::array<Sample, 4> tiles;
-  tiles[0] = dataset_.load_resized(index);
-  for (int i = 1; i < 4; ++i) tiles[i] = dataset_.load_resized(draw.partner());
+  for (int i = 0; i < 4; ++i) tiles[i] = dataset_.load_resized(indices[i]);
   return mosaic4_pieces(tiles, cv::Size(s, s), xc, yc);
 }
 

@@ -1,6 +1,8 @@
 // The training augmentation pipelines of the families, built from the resolved config:
 //   yolo9 (Ultralytics v8_transforms): mosaic -> random perspective -> Beta mixup ->
 //         multiplicative HSV -> flips; without mosaic: letterbox -> random perspective.
+//   yolov5 (YOLOv5's LoadImagesAndLabels): yolo9's, but load_mosaic draws the three partners from
+//         the whole dataset and shuffles the four tiles.
 //   yolox (MosaicDetection + TrainTransform): mosaic -> random affine -> YOLOX mixup ->
 //         additive HSV -> flip -> top-left fit; boxes under 1 px dropped.
 //   detr  (LibreYOLO's RTDETRTrainTransform, no mosaic): additive HSV -> flips -> stretch to the
@@ -55,7 +57,8 @@ class TrainPipeline {
 
   // A square image_size x image_size sample with pixel boxes. Mosaic and mixup partners are
   // drawn from `pool` (the batch being built, like Ultralytics' buffer of recent images, so
-  // their decodes are shared) when it holds at least 4 images, else from the whole dataset.
+  // their decodes are shared) when it holds at least 4 images, else (and always for YOLOv5's
+  // recipe) from the whole dataset.
   Sample sample(std::size_t index, int epoch, std::span<const std::size_t> pool = {}) const;
 
  private:

@@ -6,9 +6,11 @@
 
 namespace libreyolo::data {
 
-// detr: RT-DETR's; dfine and deim: D-FINE's and DEIM's strong and weak stages (dfine from the image
-// resized to a long side of imgsz, deim from the image at its own size, as their trainers load them).
-enum class Recipe { yolo9, yolox, detr, dfine, deim };
+// yolov5: yolo9's (Ultralytics') with YOLOv5's load_mosaic (the three partners drawn from the whole
+// dataset, the four tiles in shuffled order); detr: RT-DETR's; dfine and deim: D-FINE's and DEIM's
+// strong and weak stages (dfine from the image resized to a long side of imgsz, deim from the image
+// at its own size, as their trainers load them).
+enum class Recipe { yolo9, yolov5, yolox, detr, dfine, deim };
 std::string_view recipe_name(Recipe recipe);
 
 // How an image meets the network outside training: letterboxed (aspect kept, grey border, centred

@@ -77,7 +77,7 @@ class Yolov5Family final : public Family {
   bool channels_last_on_cpu() const override { return true; }
   bool warms_up_momentum() const override { return true; }
   bool ramps_nominal_batch() const override { return true; }
-  data::Recipe augment_recipe() const override { return data::Recipe::yolo9; }
+  data::Recipe augment_recipe() const override { return data::Recipe::yolov5; }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
     return yolov5::option_defaults(size);
   }

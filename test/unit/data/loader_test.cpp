@@ -49,7 +49,7 @@ std::vector<Batch> run_epoch(Loader& loader, int epoch) {
 TEST_CASE("batches are identical whatever the number of workers", "[loader]") {
   const auto root = fresh_folder("loader");
   DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
-  for (const Recipe recipe : {Recipe::yolo9, Recipe::yolox, Recipe::detr, Recipe::dfine, Recipe::deim}) {
+  for (const Recipe recipe : {Recipe::yolo9, Recipe::yolov5, Recipe::yolox, Recipe::detr, Recipe::dfine, Recipe::deim}) {
     const std::string_view family = recipe_name(recipe);
     AugmentConfig augment;
     augment.recipe = recipe;
@@ -255,6 +255,49 @@ TEST_CASE("ResizeRule::truncate is LibreYOLO's load_resized_img: the full decode
   const DetectionDataset ultralytics(records, 1, 320, CacheMode::none);
   CHECK(ultralytics.load_resized(0).image.size() == cv::Size(320, 214));
   CHECK(ultralytics.load_resized(0).boxes[0].y1 == Approx((0.4 - 0.15) * 214).epsilon(1e-6));
+  fs::remove_all(root);
+}
+
+TEST_CASE("YOLOv5's mosaic draws partners from the whole dataset and puts the image in any tile; Ultralytics' keeps it "
+          "top-left", "[loader]") {
+  // 6 square images, each one box over all of it of its own class: with no jitter the mosaic's
+  // top-left tile is the box that starts at the output's corner (0, 0)
+  const auto root = fresh_folder("mosaic_tiles");
+  std::vector<fs::path> paths;
+  for (int i = 0; i < 6; ++i) {
+    paths.push_back(root / "images" / ("img" + std::to_string(i) + ".jpg"));
+    write_bytes(paths.back(), jpeg_bytes(gradient(128, 128)));
+    write_text(root / "labels" / ("img" + std::to_string(i) + ".txt"), std::to_string(i) + " 0.5 0.5 1 1\n");
+  }
+  DetectionDataset dataset(scan_images(paths, 6, {.threads = 1, .use_cache = false}).images, 6, 128, CacheMode::none);
+  const std::vector<std::size_t> pool(4, 0);  // a batch of image 0 alone
+  for (const Recipe recipe : {Recipe::yolo9, Recipe::yolov5}) {
+    AugmentConfig augment;
+    augment.recipe = recipe;
+    augment.image_size = 128;
+    augment.mosaic = 1.0, augment.hsv_prob = 0.0, augment.flip_lr = 0.0, augment.translate = 0.0;
+    augment.scale_low = augment.scale_high = 1.0;
+    TrainPipeline pipeline(dataset, augment, 3);
+    int elsewhere = 0, partners_outside_pool = 0, corners = 0;
+    for (int epoch = 0; epoch < 24; ++epoch) {
+      for (const PixelBox& box : pipeline.sample(0, epoch, pool).boxes) {
+        if (box.cls != 0) ++partners_outside_pool;
+        if (box.x1 < 0.5f && box.y1 < 0.5f) {
+          ++corners;
+          if (box.cls != 0) ++elsewhere;  // another image holds the top-left tile
+        }
+      }
+    }
+    INFO(recipe_name(recipe));
+    CHECK(corners >= 20);  // the top-left tile is nearly always big enough to keep its box
+    if (recipe == Recipe::yolo9) {
+      CHECK(partners_outside_pool == 0);
+      CHECK(elsewhere == 0);
+    } else {
+      CHECK(partners_outside_pool > 20);
+      CHECK(elsewhere > 6);
+    }
+  }
   fs::remove_all(root);
 }
 
