@@ -15,6 +15,7 @@
 namespace libreyolo::data {
 
 enum class CacheMode { none, ram, disk };
+CacheMode parse_cache_mode(const std::string& text);  // "false" | "ram" | "disk"
 
 // How "long side = imgsz" is done. round_up: Ultralytics' load_image (sides ceil(w * r); a JPEG may
 // be decoded at 1/2, 1/4 or 1/8 scale first when that still covers imgsz, which is much faster).
@@ -22,7 +23,6 @@ enum class CacheMode { none, ram, disk };
 // int(w * r), bilinear; boxes scaled by r, as its labels), whose pixels its YOLOX, YOLOv7 and
 // RTMDet train and validate on.
 enum class ResizeRule { round_up, truncate };
-CacheMode parse_cache_mode(const std::string& text);  // "false" | "ram" | "disk"
 
 // cache=ram in the processes of a data-parallel run on one machine (`copies` of them). With a
 // `shared_key` they hold one copy in POSIX shared memory, made by the process that `reports` (the
