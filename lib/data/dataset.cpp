@@ -48,7 +48,7 @@ double resize_ratio(int width, int height, int image_size) {
   return static_cast<double>(image_size) / std::max(std::max(width, height), 1);
 }
 
-// (rows, cols) of an image of `width` x `height` once resized so that its long side is `image_size`
+// The size of an image of `width` x `height` once resized so that its long side is `image_size`
 // (a side truncated to nothing keeps one pixel).
 cv::Size resized_size(int width, int height, int image_size, ResizeRule rule) {
   const double ratio = resize_ratio(width, height, image_size);
@@ -60,10 +60,6 @@ cv::Size resized_size(int width, int height, int image_size, ResizeRule rule) {
   return {side(width), side(height)};
 }
 
-std::pair<int, int> resized_shape(const ImageRecord& record, int image_size, ResizeRule rule) {
-  const cv::Size size = resized_size(record.width, record.height, image_size, rule);
-  return {size.height, size.width};
-}
 }  // namespace
 
 void set_ram_cache_peers(RamCachePeers peers) {
@@ -123,8 +119,8 @@ bool DetectionDataset::share_ram_cache(std::uint64_t needed, std::uint64_t avail
   std::uint64_t bytes = 0;
   std::size_t fingerprint = std::hash<int>{}(image_size_) * 2 + (resize_ == ResizeRule::truncate ? 1 : 0);
   for (const auto& record : records_) {
-    const auto [resized_rows, resized_cols] = resized_shape(record, image_size_, resize_);
-    const int rows = std::min(resized_rows + 1, image_size_), cols = std::min(resized_cols + 1, image_size_);
+    const cv::Size resized = resized_size(record.width, record.height, image_size_, resize_);
+    const int rows = std::min(resized.height + 1, image_size_), cols = std::min(resized.width + 1, image_size_);
     capacity.emplace_back(rows, cols);
     bytes += static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * 3;
     fingerprint = fingerprint * 31 + std::hash<std::string>{}(record.image.string());
@@ -166,8 +162,7 @@ bool DetectionDataset::share_ram_cache(std::uint64_t needed, std::uint64_t avail
 std::uint64_t DetectionDataset::resized_bytes() const {
   std::uint64_t total = 0;
   for (const auto& record : records_) {
-    const auto [rows, cols] = resized_shape(record, image_size_, resize_);
-    total += static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * 3;
+    total += static_cast<std::uint64_t>(resized_size(record.width, record.height, image_size_, resize_).area()) * 3;
   }
   return total;
 }
