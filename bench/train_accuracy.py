@@ -6,6 +6,12 @@ implementation's mean and spread (sample standard deviation, min, max) of mAP50-
     python3 bench/train_accuracy.py [--model yolo9-t] [--seeds 0,1,2] [--epochs 20] [--no-aug-epochs 15]
                                     [--imgsz 192] [--batch 8] [--skip-reference] [--work DIR]
 
+The reference is libreyolo 1.6.0's CLI, except for YOLOv5 (`--model yolov5n`, ...), which it does
+not train: there it is the original yolov5 7.0.14 package's own trainer, hyp.scratch-low with
+AutoAnchor, run by bench/yolov5_reference_train.py in the test venv, whose best weights (its EMA)
+our `libreyolo val` reads like any checkpoint. YOLOv5 runs take the family's own recipe on our side
+(yolov5's warm-up of 3 epochs, no mosaic-free epochs), as its trainer has no other.
+
 The data is the main job's synthetic dataset (`libreyolo data synth synth_size=160`: 240 train /
 60 val images). Each best.pt is validated by our `libreyolo val` (conf 0.001, iou 0.65, save_json)
 and its predictions.json is scored again by pycocotools against ground truth built here from the
@@ -32,6 +38,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OURS = ROOT / "build" / "tools" / "libreyolo" / "libreyolo"
 REFERENCE = pathlib.Path.home() / ".local/share/libreyolo/venv/bin/libreyolo"
+VENV_PYTHON = REFERENCE.parent / "python"
 
 
 def run(command, cwd):
@@ -64,9 +71,33 @@ def family_recipe(model):
     return values
 
 
+def is_yolov5(model):
+    return model.lower().startswith("yolov5")
+
+
+def train_yolov5_reference(args, seed, dataset, work, name):
+    """yolov5's own trainer on the same data, batch, size, epochs and seed; returns (seconds, weights)."""
+    size = args.model.lower().removeprefix("yolov5").removesuffix(".yaml").lstrip("-")
+    if args.warmup_epochs is not None or args.no_aug_epochs is not None:
+        raise SystemExit("--warmup-epochs and --no-aug-epochs: yolov5's trainer takes hyp.scratch-low's as they are")
+    seconds, _ = run([VENV_PYTHON, ROOT / "bench" / "yolov5_reference_train.py", dataset, work / "runs" / name, size,
+                      args.imgsz, args.batch, args.epochs, seed], work)
+    return seconds, work / "runs" / name / f"LibreYOLOv5{size}.pt"
+
+
+def yolov5_reported_best(results_csv):
+    """The best of yolov5's own per-epoch validation (its results.csv pads the column names)."""
+    best = {}
+    for row in csv.DictReader(open(results_csv)):
+        for key, value in row.items():
+            if "mAP_0.5" in key:
+                best[key.strip()] = max(best.get(key.strip(), 0.0), float(value))
+    return best
+
+
 def recipe(args, seed):
-    yolo = args.model.startswith(("yolo", "yolox"))
-    family = {} if yolo else family_recipe(args.model)
+    yolo = args.model.startswith(("yolo", "yolox")) and not is_yolov5(args.model)
+    family = {} if yolo or is_yolov5(args.model) else family_recipe(args.model)
     warmup = args.warmup_epochs if args.warmup_epochs is not None else (1 if yolo else None)
     no_aug = args.no_aug_epochs if args.no_aug_epochs is not None else (15 if yolo else None)
     if warmup is not None:
@@ -158,6 +189,14 @@ def main():
             if args.skip_reference or not REFERENCE.exists():
                 continue
             name = f"ref_s{seed}"
+            if is_yolov5(args.model):
+                seconds, best = train_yolov5_reference(args, seed, dataset, work, name)
+                row = {"impl": "reference", "model": args.model, "seed": seed, "wall_s": seconds,
+                       "reported_best": yolov5_reported_best(work / "runs" / name / "train" / "results.csv"),
+                       **score(best, dataset, work, name, args.imgsz)}
+                results["reference"].append(row)
+                print(json.dumps(row), flush=True)
+                continue
             seconds, _ = run([REFERENCE, "train", f"model={args.model}", f"data={dataset / 'data.yaml'}",
                               *recipe(args, seed), "pretrained=false", "project=runs", f"name={name}"], work)
             reported = {}
