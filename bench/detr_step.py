@@ -6,7 +6,10 @@ matching and loss, backward, optimizer. Medians over --steps after a warm-up ste
 each implementation that many times, interleaved, and reports the median of their medians.
 
     python3 bench/detr_step.py [--size r18|...|x|dfine-n|...|dfine-x|deim-n|...|deim-x] [--imgsz 320] [--batch 4] [--steps 5] [--repeat 3]
-                               [--targets 6] [--threads N]
+                               [--targets 6] [--threads N] [--kernel-floor]
+
+--kernel-floor profiles the reference's step alone, as yolo_step.py's does (its docstring says what
+the figure means).
 
 Needs the test venv (libreyolo 1.6.0, torch) for the reference; run it with that venv's Python.
 """
@@ -18,14 +21,13 @@ import subprocess
 import sys
 import time
 
-from machine import ROOT, interleaved_medians
+from machine import ROOT, interleaved_medians, kernel_floor_report
 
 PHASES = ("forward_s", "matching_loss_s", "backward_s", "optimizer_s", "step_s")
 
 
-def reference_step(args):
-    import torch
-
+def reference_parts(args, torch, channels_last=False):
+    """(model, criterion, optimizer, images, targets) of the reference, in training mode."""
     torch.manual_seed(0)
     if args.size.startswith(("dfine-", "deim-")):
         family, size = args.size.split("-", 1)
@@ -34,7 +36,22 @@ def reference_step(args):
         model, criterion, lr = rtdetr_reference(args.size)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
-    return time_steps(args, model, criterion, optimizer)
+    images = torch.rand(args.batch, 3, args.imgsz, args.imgsz)
+    targets = []
+    for _ in range(args.batch):
+        size = 0.05 + 0.3 * torch.rand(args.targets, 2)
+        targets.append({"labels": torch.randint(0, 80, (args.targets,)),
+                        "boxes": torch.cat([size / 2 + (1 - size) * torch.rand(args.targets, 2), size], 1)})
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+        images = images.contiguous(memory_format=torch.channels_last)
+    return model, criterion, optimizer, images, targets
+
+
+def reference_step(args):
+    import torch
+
+    return time_steps(args, *reference_parts(args, torch))
 
 
 def fdr_reference(size, deim):
@@ -77,15 +94,9 @@ def rtdetr_reference(size):
     return model, lambda outputs, targets: criterion(outputs, targets)["total_loss"], 1e-4
 
 
-def time_steps(args, model, criterion, optimizer):
+def time_steps(args, model, criterion, optimizer, images, targets):
     import torch
 
-    images = torch.rand(args.batch, 3, args.imgsz, args.imgsz)
-    targets = []
-    for _ in range(args.batch):
-        size = 0.05 + 0.3 * torch.rand(args.targets, 2)
-        targets.append({"labels": torch.randint(0, 80, (args.targets,)),
-                        "boxes": torch.cat([size / 2 + (1 - size) * torch.rand(args.targets, 2), size], 1)})
     phases = {name: [] for name in PHASES}
     for step in range(args.steps + 1):
         start = time.perf_counter()
@@ -110,6 +121,22 @@ def time_steps(args, model, criterion, optimizer):
     return {name: statistics.median(values) for name, values in phases.items()} | {"threads": torch.get_num_threads()}
 
 
+def reference_training_step(args, channels_last):
+    """The reference's whole training step as one call (for --kernel-floor)."""
+    import torch
+
+    model, criterion, optimizer, images, targets = reference_parts(args, torch, channels_last)
+
+    def step():
+        loss = criterion(model(images, targets=targets), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        optimizer.step()
+
+    return step
+
+
 def ours_step(args):
     binary = os.environ.get("LIBREYOLO_BENCH_DIR", str(ROOT / "build" / "bench")) + "/detr_step"
     output = subprocess.run([binary, f"size={args.size}", f"imgsz={args.imgsz}", f"batch={args.batch}",
@@ -126,12 +153,18 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--targets", type=int, default=6)
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads for both (default: torch's)")
+    parser.add_argument("--kernel-floor", action="store_true",
+                        help="profile the reference's step instead (both layouts): its convolution and matrix kernels")
     args = parser.parse_args()
     if args.threads:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
         import torch
         torch.set_num_threads(args.threads)
     model = args.size if args.size.startswith(("dfine-", "deim-")) else f"rtdetr-{args.size}"
+    if args.kernel_floor:
+        return kernel_floor_report(lambda channels_last: reference_training_step(args, channels_last), args.steps,
+                                   {"bench": "detr_step_kernel_floor", "model": model, "imgsz": args.imgsz,
+                                    "batch": args.batch, "targets_per_image": args.targets})
     interleaved_medians(args, PHASES, ours_step, reference_step,
                         {"bench": "detr_step", "model": model, "imgsz": args.imgsz, "batch": args.batch,
                          "targets_per_image": args.targets, "steps": args.steps})

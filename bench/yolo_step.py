@@ -8,7 +8,12 @@ network and loss; SGD with Nesterov momentum, or RTMDet's AdamW 0.004, no clippi
 reports the median of their medians.
 
     python3 bench/yolo_step.py [--model yolov5n|yolo7-b|rtmdet-t...] [--imgsz 320] [--batch 8] [--steps 5]
-                               [--repeat 3] [--targets 6] [--threads N]
+                               [--repeat 3] [--targets 6] [--threads N] [--kernel-floor]
+
+--kernel-floor runs the reference's step alone, contiguous and channels-last, and prints the time
+each spends in the convolution and matrix-product kernels (the self time of those ATen ops under
+torch.profiler): a step that calls the same kernels for the same work cannot take less, so the
+reference's contiguous step over the smaller of the two is the most such a step can gain.
 
 Needs the test venv (yolov5 7.0.14, libreyolo 1.6.0, torch) for the references; run it with that venv's Python.
 """
@@ -20,7 +25,7 @@ import subprocess
 import sys
 import time
 
-from machine import ROOT, interleaved_medians
+from machine import ROOT, interleaved_medians, kernel_floor_report
 
 PHASES = ("forward_s", "loss_s", "backward_s", "optimizer_s", "step_s")
 
@@ -80,13 +85,22 @@ def yolov5_setup(args, torch):
     return model, lambda maps: compute(maps, targets)[0], optimizer, 10.0
 
 
-def reference_step(args):
-    import torch
-
+def reference_parts(args, torch, channels_last=False):
+    """(model, loss of the maps, optimizer, clip, images) of the reference, in training mode."""
     torch.manual_seed(0)
     model, compute, optimizer, clip = (yolov5_setup if args.model.startswith("yolov5") else libreyolo_setup)(args, torch)
     model.train()
     images = torch.rand(args.batch, 3, args.imgsz, args.imgsz)
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+        images = images.contiguous(memory_format=torch.channels_last)
+    return model, compute, optimizer, clip, images
+
+
+def reference_step(args):
+    import torch
+
+    model, compute, optimizer, clip, images = reference_parts(args, torch)
     phases = {name: [] for name in PHASES}
     for step in range(args.steps + 1):
         start = time.perf_counter()
@@ -110,6 +124,23 @@ def reference_step(args):
                                         forward + loss_time + backward + optimizer_step)):
             phases[name].append(value)
     return {name: statistics.median(values) for name, values in phases.items()} | {"threads": torch.get_num_threads()}
+
+
+def reference_training_step(args, channels_last):
+    """The reference's whole training step as one call (for --kernel-floor)."""
+    import torch
+
+    model, compute, optimizer, clip, images = reference_parts(args, torch, channels_last)
+
+    def step():
+        loss = compute(model(images))
+        optimizer.zero_grad()
+        loss.backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=clip)
+        optimizer.step()
+
+    return step
 
 
 def ours_step(args):
@@ -136,11 +167,17 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--targets", type=int, default=6)
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads for both (default: torch's)")
+    parser.add_argument("--kernel-floor", action="store_true",
+                        help="profile the reference's step instead (both layouts): its convolution and matrix kernels")
     args = parser.parse_args()
     if args.threads:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
         import torch
         torch.set_num_threads(args.threads)
+    if args.kernel_floor:
+        return kernel_floor_report(lambda channels_last: reference_training_step(args, channels_last), args.steps,
+                                   {"bench": "yolo_step_kernel_floor", "model": args.model, "imgsz": args.imgsz,
+                                    "batch": args.batch, "targets_per_image": args.targets})
     interleaved_medians(args, PHASES, ours_step, reference_step,
                         {"bench": "yolo_step", "model": args.model, "imgsz": args.imgsz, "batch": args.batch,
                          "targets_per_image": args.targets, "steps": args.steps})
