@@ -534,10 +534,13 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
     // the global batch, as Ultralytics and LibreYOLO count it
     state.set_nominal_batch(config.get_int("nbs"), t->place.global_batch, config.get_real("warmup_epochs"),
                             t->net.family->ramps_nominal_batch());
-    if (state.ramp) {
+    if (state.ramp && state.accumulate > 1) {
       log::info("nbs={}: an optimizer step every {} batches of {}, growing from 1 over the first {} batches, weight_decay x{:g} "
                 "(YOLOv5's nominal batch)", config.get_int("nbs"), state.accumulate, t->place.global_batch, state.ramp_batches,
                 state.weight_decay_scale);
+    } else if (state.ramp) {
+      log::info("nbs={}: an optimizer step every batch of {} (the batch reaches the nominal batch), weight_decay x{:g} "
+                "(YOLOv5's nominal batch)", config.get_int("nbs"), t->place.global_batch, state.weight_decay_scale);
     } else if (state.accumulate > 1) {
       log::info("nbs={}: an optimizer step every {} batches of {}", config.get_int("nbs"), state.accumulate, t->place.global_batch);
     }
