@@ -3,8 +3,10 @@ package (libreyolo 1.6.0's own CLI from the test venv), over one or more seeds, 
 checkpoint with one yardstick. Prints one JSON line per run and a final line with each
 implementation's mean and spread (sample standard deviation, min, max) of mAP50-95 and mAP50.
 
-    python3 bench/train_accuracy.py [--model yolo9-t] [--seeds 0,1,2] [--epochs 20] [--no-aug-epochs 15]
-                                    [--imgsz 192] [--batch 8] [--skip-reference] [--work DIR]
+    python bench/train_accuracy.py [--model yolo9-t] [--seeds 0,1,2] [--epochs 20] [--no-aug-epochs 15]
+                                   [--imgsz 192] [--batch 8] [--skip-reference] [--work DIR]
+
+with the test venv's python (~/.local/share/libreyolo/venv/bin/python: PIL and pycocotools score).
 
 The reference is libreyolo 1.6.0's CLI, except for YOLOv5 (`--model yolov5n`, ...), which it does
 not train: there it is the original yolov5 7.0.14 package's own trainer, hyp.scratch-low with
@@ -165,6 +167,11 @@ def main():
     parser.add_argument("--skip-ours", action="store_true", help="train the reference only (for seeds ours already ran)")
     parser.add_argument("--work", help="keep the runs here instead of a temporary folder")
     args = parser.parse_args()
+    try:  # the scoring needs them; found missing only after the trainings, hours would be lost
+        import PIL  # noqa: F401
+        import pycocotools  # noqa: F401
+    except ImportError as error:
+        raise SystemExit(f"{error}: run this with the test venv's python ({VENV_PYTHON}; scripts/setup.sh makes it)")
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(args.work or tmp)

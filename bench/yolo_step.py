@@ -12,8 +12,9 @@ reports the median of their medians.
 
 --kernel-floor runs the reference's step alone, contiguous and channels-last, and prints the time
 each spends in the convolution and matrix-product kernels (the self time of those ATen ops under
-torch.profiler): a step that calls the same kernels for the same work cannot take less, so the
-reference's contiguous step over the smaller of the two is the most such a step can gain.
+torch.profiler), and the sum over kernel calls of each call's faster layout: a step that calls the
+same kernels for the same work cannot take less, so the reference's contiguous step over that sum
+(max_speedup) is the most such a step can gain, with everything else free.
 
 Needs the test venv (yolov5 7.0.14, libreyolo 1.6.0, torch) for the references; run it with that venv's Python.
 """

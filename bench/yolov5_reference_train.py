@@ -1,7 +1,8 @@
 """Trains a YOLOv5 from scratch with the original package's own trainer (PyPI yolov5==7.0.14, the
 test venv's oracle: `yolov5.train.run`, hyp.scratch-low, SGD, AutoAnchor on), then writes its
-best.pt's weights in float32 with our checkpoint's metadata, OUT_DIR/LibreYOLOv5<SIZE>.pt, which our
-`libreyolo val` reads (yolov5's checkpoints pickle the model object). Run by bench/train_accuracy.py with the venv's python:
+best.pt's weights in float32 with our checkpoint's metadata, OUT_DIR/LibreYOLOv5<SIZE>.pt, which
+our `libreyolo val` reads (yolov5's checkpoints pickle the model object). Run by
+bench/train_accuracy.py with the venv's python:
 
     python yolov5_reference_train.py DATA_DIR OUT_DIR SIZE IMGSZ BATCH EPOCHS SEED
 
@@ -9,8 +10,8 @@ The package is installed without its requirements (scripts/setup.sh), so what it
 fetch from the network is stubbed here, for this process only: the Roboflow connector (an import
 of train.py), the requirements check (it would pip-install), the font download and the Hugging
 Face lookup of the weights name; torch.load reads the checkpoints it wrote itself as it did before
-PyTorch 2.6; and NumPy 2's name for np.trapz is given its old one. Nothing of
-the training itself is touched.
+PyTorch 2.6; and NumPy 2's name for np.trapz is given its old one. Nothing of the training itself
+is touched.
 """
 import os
 import pathlib
