@@ -78,13 +78,29 @@ def is_yolov5(model):
 
 
 def train_yolov5_reference(args, seed, dataset, work, name):
-    """yolov5's own trainer on the same data, batch, size, epochs and seed; returns (seconds, weights)."""
+    """yolov5's own trainer on the same data, batch, size, epochs and seed; returns (seconds, best
+    weights, the best of its own validation)."""
     size = args.model.lower().removeprefix("yolov5").removesuffix(".yaml").lstrip("-")
     if args.warmup_epochs is not None or args.no_aug_epochs is not None:
         raise SystemExit("--warmup-epochs and --no-aug-epochs: yolov5's trainer takes hyp.scratch-low's as they are")
     seconds, _ = run([VENV_PYTHON, ROOT / "bench" / "yolov5_reference_train.py", dataset, work / "runs" / name, size,
                       args.imgsz, args.batch, args.epochs, seed], work)
-    return seconds, work / "runs" / name / f"LibreYOLOv5{size}.pt"
+    return (seconds, work / "runs" / name / f"LibreYOLOv5{size}.pt",
+            yolov5_reported_best(work / "runs" / name / "train" / "results.csv"))
+
+
+def train_libreyolo_reference(args, seed, dataset, work, name):
+    """libreyolo 1.6.0's CLI with our recipe; returns (seconds, best weights, the best of its own validation)."""
+    seconds, _ = run([REFERENCE, "train", f"model={args.model}", f"data={dataset / 'data.yaml'}",
+                      *recipe(args, seed), "pretrained=false", "project=runs", f"name={name}"], work)
+    reported = {}
+    for path in (work / "runs").glob(f"{name}*/metrics.jsonl"):
+        for line in path.read_text().splitlines():
+            record = json.loads(line) if line.strip() else {}
+            for key, value in record.items():
+                if "mAP50" in key and isinstance(value, (int, float)):
+                    reported[key] = max(reported.get(key, 0.0), value)
+    return seconds, next((work / "runs").glob(f"{name}*/weights/best.pt")), reported
 
 
 def yolov5_reported_best(results_csv):
@@ -196,24 +212,8 @@ def main():
             if args.skip_reference or not REFERENCE.exists():
                 continue
             name = f"ref_s{seed}"
-            if is_yolov5(args.model):
-                seconds, best = train_yolov5_reference(args, seed, dataset, work, name)
-                row = {"impl": "reference", "model": args.model, "seed": seed, "wall_s": seconds,
-                       "reported_best": yolov5_reported_best(work / "runs" / name / "train" / "results.csv"),
-                       **score(best, dataset, work, name, args.imgsz)}
-                results["reference"].append(row)
-                print(json.dumps(row), flush=True)
-                continue
-            seconds, _ = run([REFERENCE, "train", f"model={args.model}", f"data={dataset / 'data.yaml'}",
-                              *recipe(args, seed), "pretrained=false", "project=runs", f"name={name}"], work)
-            reported = {}
-            for path in (work / "runs").glob(f"{name}*/metrics.jsonl"):
-                for line in path.read_text().splitlines():
-                    record = json.loads(line) if line.strip() else {}
-                    for key, value in record.items():
-                        if "mAP50" in key and isinstance(value, (int, float)):
-                            reported[key] = max(reported.get(key, 0.0), value)
-            best = next((work / "runs").glob(f"{name}*/weights/best.pt"))
+            train_reference = train_yolov5_reference if is_yolov5(args.model) else train_libreyolo_reference
+            seconds, best, reported = train_reference(args, seed, dataset, work, name)
             row = {"impl": "reference", "model": args.model, "seed": seed, "wall_s": seconds, "reported_best": reported,
                    **score(best, dataset, work, name, args.imgsz)}
             results["reference"].append(row)
