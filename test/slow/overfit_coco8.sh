@@ -19,5 +19,12 @@ expect_exit 0 train model="$model" data=coco8_overfit.yaml imgsz="$imgsz" epochs
 seconds=$(( $(date +%s) - start ))
 map50=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["best_mAP50"])' "$WORK/out")
 echo "$model coco8 over-fit: best mAP50 $map50 in ${seconds}s"
+# For the record (the work folder goes when the test ends): each validation's mAP50, and any warning
+# (CPU contention lowering the threads, a divergence's recovery at half the learning rate)
+python3 -c 'import csv,sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r.get("metrics/mAP50")]
+print("mAP50 by epoch: " + " ".join("%s:%.3f" % (r["epoch"], float(r["metrics/mAP50"])) for r in rows))' \
+  runs/overfit/results.csv || fail "no readable runs/overfit/results.csv"
+grep -h "WARN" "$WORK/err" runs/overfit/train.log 2>/dev/null | sort -u | head -20
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.5 else 1)" "$map50" || fail "mAP50 $map50 < 0.5"
 finish
