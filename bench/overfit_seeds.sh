@@ -3,7 +3,8 @@
 # augmentation off, batch 2), ours and libreyolo 1.6.0's (the test venv's CLI), over seeds; one JSON
 # line per run with best.pt's mAP50 (the epoch of the best mAP50-95, on both sides) and wall seconds.
 #
-#     bench/overfit_seeds.sh [MODEL [IMGSZ [EPOCHS]]]      (default: rtmdet-t 320 150)
+#     bench/overfit_seeds.sh [MODEL [IMGSZ [EPOCHS [KEY=VALUE...]]]]      (default: rtmdet-t 320 150)
+#     (the keys go to both trainers: the slow test's per-model ones, e.g. yolo7-b's lr0=0.005)
 #     env: SEEDS ("0 1 2"), IMPLS ("ours ref"), WORK (a temporary folder), LIBREYOLO_DATASETS
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +17,7 @@ work=${WORK:-$(mktemp -d)}; mkdir -p "$work"; cd "$work" || exit 1
 . "$root/test/slow/overfit_coco8_settings.sh"
 overfit_yaml "$coco8" "$root" > coco8_overfit.yaml
 # shellcheck disable=SC2206  # words without spaces
-keys=(imgsz="$imgsz" epochs="$epochs" $OVERFIT_KEYS)
+keys=(imgsz="$imgsz" epochs="$epochs" $OVERFIT_KEYS "${@:4}")
 for seed in ${SEEDS:-0 1 2}; do
   for impl in ${IMPLS:-ours ref}; do
     start=$(date +%s)
