@@ -24,6 +24,7 @@ packages=(
   libgoogle-perftools-dev  # tcmalloc_minimal: the binaries' malloc (-Dtcmalloc; large tensors without page faults)
   libgloo-dev  # headers only: the declarations of c10d's Gloo backend (LibTorch holds the code)
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libturbojpeg0-dev libjpeg62-turbo-dev
+  libtiff-dev libwebp-dev  # image sizes from TIFF and WebP headers, before a decode (data/image_io.cpp)
   chromium  # test-time only: renders the profiler's timeline.html headless
   clang libclang-rt-14-dev  # test-time only: libFuzzer for the fuzz suite (test/fuzz/fuzz.sh)
 )

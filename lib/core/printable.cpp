@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 namespace libreyolo {
 
 namespace {
@@ -26,6 +28,22 @@ std::size_t utf8_sequence(std::string_view text, std::size_t i) {
   return length;
 }
 
+// The code point of a valid sequence of `length` bytes at `text[i]`.
+char32_t code_point(std::string_view text, std::size_t i, std::size_t length) {
+  static constexpr unsigned char kLeadMask[5] = {0, 0, 0x1F, 0x0F, 0x07};
+  char32_t point = static_cast<unsigned char>(text[i]) & kLeadMask[length];
+  for (std::size_t k = 1; k < length; ++k) point = (point << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+  return point;
+}
+
+// Valid UTF-8 that a terminal still obeys rather than shows: the C1 controls (U+0080-U+009F, CSI
+// among them), the bidirectional marks, embeddings, overrides and isolates (which reorder what
+// follows them on the line), the line and paragraph separators, and the byte order mark.
+bool is_invisible_control(char32_t point) {
+  return (point >= 0x80 && point <= 0x9F) || point == 0x061C || point == 0x200E || point == 0x200F ||
+         (point >= 0x2028 && point <= 0x202E) || (point >= 0x2066 && point <= 0x2069) || point == 0xFEFF;
+}
+
 }  // namespace
 
 std::string printable(std::string_view text, std::size_t max_characters) {
@@ -37,7 +55,9 @@ std::string printable(std::string_view text, std::size_t max_characters) {
       out += static_cast<char>(c);
       ++i;
     } else if (const std::size_t length = c >= 0x80 ? utf8_sequence(text, i) : 0; length > 0) {
-      out.append(text.substr(i, length));
+      const char32_t point = code_point(text, i, length);
+      if (is_invisible_control(point)) out += fmt::format("\\u{{{:04x}}}", static_cast<std::uint32_t>(point));
+      else out.append(text.substr(i, length));
       i += length;
     } else {
       out += fmt::format("\\x{:02x}", c);

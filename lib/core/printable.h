@@ -8,8 +8,9 @@
 
 namespace libreyolo {
 
-// `text` with control bytes, DEL and bytes that are not valid UTF-8 written as \xNN, cut to
-// `max_characters` (then "..."): a binary "line" can be megabytes long.
+// `text` with control bytes, DEL and bytes that are not valid UTF-8 written as \xNN, and the
+// valid UTF-8 a terminal obeys unseen (C1 controls, bidirectional overrides and marks) as \u{XXXX},
+// cut to `max_characters` (then "..."): a binary "line" can be megabytes long.
 std::string printable(std::string_view text, std::size_t max_characters = 40);
 
 }  // namespace libreyolo

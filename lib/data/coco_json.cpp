@@ -4,6 +4,7 @@
 #include "core/printable.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -96,6 +97,20 @@ void add_annotation(ImageRecord& record, int cls, const std::array<double, 4>& b
                           static_cast<float>((x2 - x1) / record.width), static_cast<float>((y2 - y1) / record.height)});
 }
 
+// "id 12 (-5x3)": an annotation as a warning names it (its list index when it has no integer id).
+std::string annotation_name(const json& annotation, std::size_t index, const std::array<double, 4>& bbox) {
+  const auto id = annotation.find("id");
+  const std::string name = id != annotation.end() && id->is_number_integer() ? fmt::format("id {}", id->get<std::int64_t>())
+                                                                           : fmt::format("annotations[{}]", index);
+  return fmt::format("{} ({:g}x{:g})", name, bbox[2], bbox[3]);
+}
+
+std::string first_few(const std::vector<std::string>& names) {
+  const std::size_t shown = std::min<std::size_t>(names.size(), 5);
+  return fmt::format("{}{}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                     names.size() > shown ? ", ..." : "");
+}
+
 }  // namespace
 
 std::vector<CocoCategory> read_coco_categories(const fs::path& file) {
@@ -165,6 +180,7 @@ ScanResult read_coco_split(const fs::path& file, const fs::path& image_folder, c
     records.push_back(std::move(record));
   }
   std::int64_t orphans = 0;
+  std::vector<std::string> negative_boxes, empty_boxes;  // annotations whose box has no extent, named
   for (std::size_t i = 0; i < annotations.size(); ++i) {
     const EntryReader entry{file, "annotations", i, annotations[i]};
     if (!annotations[i].is_object()) entry.fail("(the entry)", "an object with image_id, category_id and bbox");
@@ -188,8 +204,24 @@ ScanResult read_coco_split(const fs::path& file, const fs::path& image_folder, c
       ++orphans;
       continue;
     }
+    if (bbox[2] < 0 || bbox[3] < 0) {  // no box at all: left out of training and validation alike
+      negative_boxes.push_back(annotation_name(annotations[i], i, bbox));
+      continue;
+    }
+    // no extent: COCOeval counts it as a box nothing can match, so validation keeps it; training cannot
+    if (!crowd && (bbox[2] == 0 || bbox[3] == 0)) empty_boxes.push_back(annotation_name(annotations[i], i, bbox));
     // no area: COCOeval would fail; the box's area is the nearest meaning
     add_annotation(records[where->second], cls->second, bbox, entry.number("area", bbox[2] * bbox[3]), crowd);
+  }
+  if (!negative_boxes.empty()) {
+    scan.messages.push_back(fmt::format("{}: {} annotation(s) with a negative bbox width or height ({}); skipped in training "
+                                        "and validation: fix their [x, y, width, height]",
+                                        file.string(), negative_boxes.size(), first_few(negative_boxes)));
+  }
+  if (!empty_boxes.empty()) {
+    scan.messages.push_back(fmt::format("{}: {} annotation(s) with a bbox width or height of 0 ({}); left out of training, "
+                                        "kept in validation as COCOeval counts them (no detection can match them)",
+                                        file.string(), empty_boxes.size(), first_few(empty_boxes)));
   }
   if (orphans > 0) {
     scan.messages.push_back(fmt::format("{}: {} annotation(s) name an image id that 'images' does not list; skipped",

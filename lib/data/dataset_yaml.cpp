@@ -238,6 +238,18 @@ DatasetSpec load_dataset_spec(const std::string& data) {
     spec.yaml_file = find_builtin_yaml(spec.builtin_name);
   } else {
     spec.yaml_file = data;
+    if (std::error_code error; fs::is_directory(spec.yaml_file, error)) {
+      std::vector<std::string> yamls;
+      for (const auto& entry : fs::directory_iterator(spec.yaml_file, error)) {
+        const std::string extension = lower(entry.path().extension().string());
+        if (extension == ".yaml" || extension == ".yml") yamls.push_back(entry.path().string());
+      }
+      std::sort(yamls.begin(), yamls.end());
+      throw DataError(yamls.empty()
+          ? fmt::format("data={} is a folder without a dataset YAML: write one there (path:, train:, val:, names:) and "
+                        "give its path", data)
+          : fmt::format("data={} is a folder: give its dataset YAML, e.g. data={}", data, yamls.front()));
+    }
     if (std::error_code error; !fs::is_regular_file(spec.yaml_file, error)) {
       throw DataError(fmt::format("data={}: no such file; give a dataset YAML, a COCO instances_*.json or a built-in "
                                   "name (coco8, coco128, coco)", data));

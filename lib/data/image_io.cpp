@@ -14,11 +14,14 @@
 #include <opencv2/core.hpp>
 #if LIBREYOLO_READS_ALL_FORMATS
 #include <opencv2/imgcodecs.hpp>
+#include <tiffio.h>
+#include <webp/decode.h>
 #endif
 #include <turbojpeg.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -202,17 +205,112 @@ void check_pixel_limit(std::int64_t width, std::int64_t height) {
 
 namespace {
 
-// The size a PNG (IHDR) or BMP (BITMAPINFOHEADER) header gives, before anything is decoded; JPEG's
-// comes from libjpeg-turbo's header read. Other formats: OpenCV's own limit (2^30 pixels), then ours.
-std::optional<std::pair<std::int64_t, std::int64_t>> header_size(const std::vector<std::uint8_t>& bytes) {
-  if (is_png(bytes) && bytes.size() >= 24) return std::pair<std::int64_t, std::int64_t>{read_u32(bytes.data() + 16, false), read_u32(bytes.data() + 20, false)};
+using Size = std::pair<std::int64_t, std::int64_t>;
+
+#if LIBREYOLO_READS_ALL_FORMATS
+// libtiff over bytes in memory: the first directory's ImageWidth and ImageLength (TIFF, BigTIFF and
+// DNG), read by libtiff's own parser without decoding a strip.
+struct TiffBytes {
+  const std::vector<std::uint8_t>& bytes;
+  std::uint64_t position = 0;
+};
+
+std::optional<Size> tiff_size(const std::vector<std::uint8_t>& bytes) {
+  static const bool silenced = [] {  // the caller reports; libtiff would print to stderr
+    TIFFSetErrorHandler(nullptr);
+    TIFFSetWarningHandler(nullptr);
+    return true;
+  }();
+  (void)silenced;
+  TiffBytes source{bytes};
+  const auto read = [](thandle_t h, tdata_t buffer, tmsize_t size) -> tmsize_t {
+    auto& s = *static_cast<TiffBytes*>(h);
+    const std::uint64_t left = s.position < s.bytes.size() ? s.bytes.size() - s.position : 0;
+    const auto n = static_cast<std::uint64_t>(std::min<std::uint64_t>(static_cast<std::uint64_t>(std::max<tmsize_t>(size, 0)), left));
+    std::memcpy(buffer, s.bytes.data() + s.position, n);
+    s.position += n;
+    return static_cast<tmsize_t>(n);
+  };
+  const auto write = [](thandle_t, tdata_t, tmsize_t) -> tmsize_t { return 0; };
+  const auto seek = [](thandle_t h, toff_t offset, int whence) -> toff_t {
+    auto& s = *static_cast<TiffBytes*>(h);
+    const std::uint64_t base = whence == SEEK_CUR ? s.position : whence == SEEK_END ? s.bytes.size() : 0;
+    s.position = base + offset;
+    return s.position;
+  };
+  const auto close = [](thandle_t) { return 0; };
+  const auto size = [](thandle_t h) -> toff_t { return static_cast<TiffBytes*>(h)->bytes.size(); };
+  const auto map = [](thandle_t, tdata_t*, toff_t*) { return 0; };
+  const auto unmap = [](thandle_t, tdata_t, toff_t) {};
+  TIFF* tiff = TIFFClientOpen("image", "rm", &source, read, write, seek, close, size, map, unmap);
+  if (tiff == nullptr) return std::nullopt;
+  std::uint32_t width = 0, height = 0;
+  const bool known = TIFFGetField(tiff, TIFFTAG_IMAGEWIDTH, &width) == 1 && TIFFGetField(tiff, TIFFTAG_IMAGELENGTH, &height) == 1;
+  TIFFClose(tiff);
+  if (!known) return std::nullopt;
+  return Size{width, height};
+}
+#endif
+
+// Netpbm (PBM/PGM/PPM, P1-P6) and PFM (Pf/PF): a magic, then width and height as decimal text,
+// with # comments in the netpbm ones.
+std::optional<Size> netpbm_size(const std::vector<std::uint8_t>& bytes) {
+  std::size_t pos = 2;
+  std::int64_t values[2] = {0, 0};
+  for (std::int64_t& value : values) {
+    while (pos < bytes.size() && (std::isspace(bytes[pos]) || bytes[pos] == '#')) {
+      if (bytes[pos] == '#') while (pos < bytes.size() && bytes[pos] != '\n') ++pos;
+      else ++pos;
+    }
+    const std::size_t start = pos;
+    while (pos < bytes.size() && std::isdigit(bytes[pos]) && pos - start < 10) value = value * 10 + (bytes[pos++] - '0');
+    if (pos == start) return std::nullopt;
+  }
+  return Size{values[0], values[1]};
+}
+
+// The image size a format's header gives, before any pixel is decoded: PNG's IHDR, BMP's info
+// header, TIFF's first directory (libtiff), WebP's canvas (libwebp), the netpbm and PFM text
+// headers. JPEG's comes from libjpeg-turbo's header read. Nothing for a format whose size cannot
+// be read this way: such a file is refused rather than decoded unchecked.
+std::optional<Size> header_size(const std::vector<std::uint8_t>& bytes) {
+  if (is_png(bytes)) return Size{read_u32(bytes.data() + 16, false), read_u32(bytes.data() + 20, false)};
   if (bytes.size() >= 26 && bytes[0] == 'B' && bytes[1] == 'M') {
+    if (read_u32(bytes.data() + 14, true) == 12) {  // OS/2's BITMAPCOREHEADER: 16-bit sides
+      return Size{read_u16(bytes.data() + 18, true), read_u16(bytes.data() + 20, true)};
+    }
     const auto width = static_cast<std::int32_t>(read_u32(bytes.data() + 18, true));
     const auto height = static_cast<std::int32_t>(read_u32(bytes.data() + 22, true));  // negative: top-down rows
-    return std::pair<std::int64_t, std::int64_t>{std::abs(static_cast<std::int64_t>(width)), std::abs(static_cast<std::int64_t>(height))};
+    return Size{std::abs(static_cast<std::int64_t>(width)), std::abs(static_cast<std::int64_t>(height))};
   }
+  if (bytes.size() >= 3 && bytes[0] == 'P' && ((bytes[1] >= '1' && bytes[1] <= '6') || bytes[1] == 'f' || bytes[1] == 'F') &&
+      std::isspace(bytes[2])) {
+    return netpbm_size(bytes);
+  }
+#if LIBREYOLO_READS_ALL_FORMATS
+  const bool tiff = bytes.size() >= 8 && ((bytes[0] == 'I' && bytes[1] == 'I') || (bytes[0] == 'M' && bytes[1] == 'M'));
+  if (tiff) return tiff_size(bytes);
+  if (bytes.size() >= 12 && std::equal(bytes.begin(), bytes.begin() + 4, "RIFF") && std::equal(bytes.begin() + 8, bytes.begin() + 12, "WEBP")) {
+    int width = 0, height = 0;
+    if (WebPGetInfo(bytes.data(), bytes.size(), &width, &height) == 0) return std::nullopt;
+    return Size{width, height};
+  }
+#endif
   return std::nullopt;
 }
+
+#if LIBREYOLO_READS_ALL_FORMATS
+// Holds the pixel limit for a format other than JPEG before it is decoded (see header_size).
+void check_header_size(const std::vector<std::uint8_t>& bytes) {
+  const auto size = header_size(bytes);
+  if (!size) {
+    throw CorruptImage("an image format whose size cannot be read from its header (or a damaged header), so it is not "
+                       "decoded: convert it to JPEG or PNG");
+  }
+  if (size->first <= 0 || size->second <= 0) throw CorruptImage(fmt::format("the header gives a {}x{} image", size->first, size->second));
+  check_pixel_limit(size->first, size->second);
+}
+#endif
 
 }  // namespace
 
@@ -234,6 +332,8 @@ ImageInfo read_image_info(const fs::path& path) {
     info.width = static_cast<int>(read_u32(bytes.data() + 16, false));
     info.height = static_cast<int>(read_u32(bytes.data() + 20, false));
   } else {
+    // the header's size holds the limit before anything is decoded; the decode then gives the
+    // upright size (OpenCV applies the orientation a format carries)
     const cv::Mat image = decode_image_bytes(bytes);  // throws without imgcodecs, or over the pixel limit
     info.format = "other";
     info.width = image.cols;
@@ -247,8 +347,8 @@ ImageInfo read_image_info(const fs::path& path) {
 cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side) {
   if (bytes.empty()) throw CorruptImage("empty file");
   if (is_jpeg(bytes)) return decode_jpeg(bytes, target_long_side);
-  if (const auto size = header_size(bytes)) check_pixel_limit(size->first, size->second);
 #if LIBREYOLO_READS_ALL_FORMATS
+  check_header_size(bytes);
   cv::Mat image;
   try {
     image = cv::imdecode(bytes, cv::IMREAD_COLOR);
@@ -259,6 +359,7 @@ cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_lo
   check_pixel_limit(image.cols, image.rows);
   return image;
 #else
+  if (const auto size = header_size(bytes)) check_pixel_limit(size->first, size->second);
   throw CorruptImage(fmt::format("not a JPEG, and this build reads JPEG only (built without OpenCV's imgcodecs); convert the {} "
                                  "to JPEG or use a build with libopencv-imgcodecs",
                                  is_png(bytes) ? "PNG" : "image"));

@@ -5,6 +5,7 @@
 #include "data/coco_json.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace libreyolo::data {
 
@@ -28,14 +29,22 @@ ScanResult read_split(const DatasetSpec& spec, const std::string& split, int wor
 ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int workers) {
   ScanResult scan = read_split(spec, split, workers);
   const std::size_t listed = scan.coco ? static_cast<std::size_t>(scan.coco->images) : scan.images.size() + scan.corrupt;
+  std::vector<std::string> sources;
+  for (const auto& source : spec.split(split)) sources.push_back(source.string());
+  if (listed == 0) {
+    throw DataError(fmt::format("{}: the '{}' split ({}) holds no images (.jpg, .png, .bmp, .tif, .webp ...): check its "
+                                "path in the YAML", spec.yaml_file.string(), split, fmt::join(sources, ", ")));
+  }
   for (const auto& message : scan.messages) log::warn("{}", message);
   // as Ultralytics: the cache file when it was used, else the labels folder that was scanned
   std::string scanned = scan.cache_file.string();
   if (!scan.from_cache && scanned.ends_with(".libreyolo.cache")) scanned.resize(scanned.size() - 16);
+  if (scanned.empty()) scanned = fmt::format("{}", fmt::join(sources, ", "));
   log::info("{}: Scanning {}... {}", split, scanned, scan.summary());
   if (scan.images.empty()) {
-    throw DataError(fmt::format("{}: no valid image in the '{}' split (of {} found); see the messages above",
-                                spec.yaml_file.string(), split, listed));
+    throw DataError(fmt::format("{}: no valid image in the '{}' split (of {} found){}", spec.yaml_file.string(), split, listed,
+                                scan.messages.empty() ? ": each is corrupt or unreadable; run `libreyolo data check` on it"
+                                                      : "; see the messages above"));
   }
   return scan;
 }

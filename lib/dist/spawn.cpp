@@ -34,8 +34,11 @@ struct Rank {
   bool running = true;
   int exit_code = 0;
   bool failed = false;       // ended with an error before the launcher stopped it
+  bool stopped_on_signal = false;  // exited by itself with 129/130/143: a stop signal of its own, saved
   bool stopped_by_launcher = false;  // SIGKILLed after it did not end when asked
 };
+
+bool is_stop_code(int code) { return code == 128 + SIGINT || code == 128 + SIGTERM || code == 128 + SIGHUP; }
 
 // Every rank that loses its peer says this (dist/collectives.h, lost_peer_message).
 bool only_lost_contact(const Rank& r) {
@@ -220,6 +223,11 @@ int spawn_ranks(const std::vector<std::string>& argv, const SpawnOptions& option
       if (::waitpid(r.pid, &status, WNOHANG) != r.pid) continue;
       r.running = false;
       r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      // A rank that got SIGINT/SIGTERM/SIGHUP itself (not from us) saves, tells the others, and exits
+      // with 128 + the signal: a stop every rank agreed on, not a failure (the others stop at their
+      // next step, or lose contact and fail by themselves). One killed by the signal before its
+      // handler was set ends by the signal instead, and that is a failure.
+      r.stopped_on_signal = WIFEXITED(status) && is_stop_code(r.exit_code);
       drain(r, options.tail_lines);  // what it wrote last; a leftover child of its own may hold the pipe open
       if (r.output >= 0) {
         if (!r.partial.empty()) emit(r, r.partial, options.tail_lines);
@@ -229,7 +237,8 @@ int spawn_ranks(const std::vector<std::string>& argv, const SpawnOptions& option
       }
       // a failure: the first non-zero exit, and any later one but a rank's clean stop on our SIGTERM
       // or our SIGKILL (its code is the stop, not a failure of its own)
-      if (r.exit_code != 0 && !forwarded && !r.stopped_by_launcher && (failures.empty() || r.exit_code != 128 + SIGTERM)) {
+      if (r.exit_code != 0 && !forwarded && !r.stopped_by_launcher && !r.stopped_on_signal &&
+          (failures.empty() || r.exit_code != 128 + SIGTERM)) {
         r.failed = true;
         failures.push_back(&r);
         if (failures.size() == 1) {
@@ -255,12 +264,17 @@ int spawn_ranks(const std::vector<std::string>& argv, const SpawnOptions& option
     for (const auto& line : r->tail) tail += "\n  | " + line;
     const std::string message = failure_message(*r, world);
     fmt::print(stderr, "libreyolo: error: {}{}\n", message, tail);
-    if (options.on_failure) options.on_failure(message, r->rank);
+    if (options.on_failure) options.on_failure(message + tail, r->rank);  // status.json gets the lines too
     return r->exit_code != 0 ? r->exit_code : 1;
   }
   if (forwarded) {
     for (const auto& r : ranks) if (r.exit_code != 0) return r.exit_code;
     return 128 + forwarded;
+  }
+  for (const auto& r : ranks) {
+    if (!r.stopped_on_signal) continue;
+    fmt::print(stderr, "libreyolo: rank {} received {}: the ranks saved and stopped together\n", r.rank, signal_name(r.exit_code - 128));
+    return r.exit_code;
   }
   for (const auto& r : ranks) if (r.exit_code != 0) return r.exit_code;
   return 0;

@@ -1,6 +1,7 @@
 #include "eval/validator.h"
 
 #include "core/parallel.h"
+#include "core/printable.h"
 #include "data/val_batches.h"
 #include "eval/nms.h"
 
@@ -215,7 +216,7 @@ std::string format_table(const Validation& v, const std::vector<std::string>& na
     const std::size_t k = static_cast<std::size_t>(it - v.pr.classes.begin());
     const double precision = it == v.pr.classes.end() ? 0.0 : v.pr.precision[k];
     const double recall = it == v.pr.classes.end() ? 0.0 : v.pr.recall[k];
-    const std::string name = row.category < static_cast<int>(names.size()) ? names[static_cast<std::size_t>(row.category)]
+    const std::string name = row.category < static_cast<int>(names.size()) ? printable(names[static_cast<std::size_t>(row.category)])
                                                                              : std::to_string(row.category);
     text += fmt::format("{:>22}{:>11}{:>11}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}\n", name, row.images, row.instances,
                         precision, recall, value(row.map50), value(row.map50_95));

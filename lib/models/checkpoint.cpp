@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 
 #include <array>
 #include <map>
@@ -207,6 +208,13 @@ Checkpoint read_checkpoint(const std::filesystem::path& path, const ModelName& f
     bad(path, fmt::format("tensor {} holds NaN or infinite values: these weights are unusable (a diverged training "
                           "saved them?); take an earlier checkpoint such as best.pt or epoch_N.pt", *non_finite));
   }
+  if (const auto* optimizer = checkpoint.extra("optimizer")) {
+    if (const auto state = first_non_finite_optimizer_state(*optimizer)) {
+      bad(path, fmt::format("the optimizer's {} holds NaN or infinite values: resuming would diverge at once; resume from an "
+                            "earlier checkpoint (epoch_N.pt), or train anew from its weights without resume=true",
+                            *state));
+    }
+  }
   return checkpoint;
 }
 
@@ -282,6 +290,67 @@ ModelName identify_model(const std::string& spec) {
     name.size = dict.at("size").toStringRef();
   }
   return name;
+}
+
+namespace {
+
+std::optional<std::string> config_text(const c10::IValue& value) {
+  if (value.isString()) return value.toStringRef();
+  if (value.isBool()) return std::string(value.toBool() ? "true" : "false");
+  if (value.isInt()) return std::to_string(value.toInt());
+  if (value.isDouble()) return fmt::format("{}", value.toDouble());
+  if (value.isNone()) return std::string("none");
+  if (value.isList() || value.isTuple()) {
+    std::vector<std::string> parts;
+    for (const auto& element : value.isList() ? value.toListRef().vec() : value.toTupleRef().elements().vec()) {
+      const auto part = config_text(element);
+      if (!part) return std::nullopt;
+      parts.push_back(*part);
+    }
+    return fmt::format("({})", fmt::join(parts, ","));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> saved_training_config(const Checkpoint& checkpoint) {
+  std::map<std::string, std::string> config;
+  const auto* raw = checkpoint.extra("config");
+  if (raw == nullptr || !raw->isGenericDict()) return config;
+  for (const auto& entry : raw->toGenericDict()) {
+    if (!entry.key().isString()) continue;
+    if (auto text = config_text(entry.value())) config.emplace(entry.key().toStringRef(), std::move(*text));
+  }
+  return config;
+}
+
+std::optional<std::string> first_non_finite_optimizer_state(const c10::IValue& optimizer) {
+  if (!optimizer.isGenericDict()) return std::nullopt;  // the loader says what is wrong with its shape
+  const auto dict = optimizer.toGenericDict();
+  if (dict.contains("param_groups") && dict.at("param_groups").isList()) {
+    const auto groups = dict.at("param_groups").toList();
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (!groups.get(g).isGenericDict()) continue;
+      for (const auto& entry : groups.get(g).toGenericDict()) {
+        if (entry.value().isDouble() && !std::isfinite(entry.value().toDouble()) && entry.key().isString()) {
+          return fmt::format("param_groups[{}].{}", g, entry.key().toStringRef());
+        }
+      }
+    }
+  }
+  if (!dict.contains("state") || !dict.at("state").isGenericDict()) return std::nullopt;
+  NamedTensors tensors;  // "state[17].momentum_buffer": the 18th parameter's
+  for (const auto& parameter : dict.at("state").toGenericDict()) {
+    if (!parameter.value().isGenericDict()) continue;
+    const std::string index = parameter.key().isInt() ? std::to_string(parameter.key().toInt()) : "?";
+    for (const auto& entry : parameter.value().toGenericDict()) {
+      if (entry.value().isTensor() && entry.key().isString()) {
+        tensors.emplace_back(fmt::format("state[{}].{}", index, entry.key().toStringRef()), entry.value().toTensor());
+      }
+    }
+  }
+  return first_non_finite(tensors);
 }
 
 std::optional<std::string> first_non_finite(const NamedTensors& tensors) {

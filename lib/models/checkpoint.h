@@ -11,6 +11,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -44,6 +45,14 @@ NamedTensors tensors_of(const c10::IValue& dict);
 
 // The name of the first floating tensor holding a NaN or an infinity, if any (one device-to-host read).
 std::optional<std::string> first_non_finite(const NamedTensors& tensors);
+// The training configuration a checkpoint carries (`config`), each value as text a key=value
+// would give it ("true", "300", "0.01", "(0.1,2.0)", "none"): from LibreYOLO's typed values and
+// from the strings our checkpoints held before they were typed alike. Empty without one.
+std::map<std::string, std::string> saved_training_config(const Checkpoint& checkpoint);
+
+// The first NaN or infinity of a checkpoint's optimizer state ("state[17].momentum_buffer",
+// "param_groups[0].lr"), if any.
+std::optional<std::string> first_non_finite_optimizer_state(const c10::IValue& optimizer);
 
 // COCO's 80 names for nc=80, else class_0 … class_{nc-1} (LibreYOLO's build_class_names).
 std::vector<std::string> default_class_names(int class_count);

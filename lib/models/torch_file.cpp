@@ -573,9 +573,15 @@ void write_torch_file(const std::filesystem::path& path, const c10::IValue& valu
     out.close();
     if (!write_error && !out) write_error = errno ? errno : EIO;
     if (write_error) {
-      throw RuntimeError(fmt::format("cannot write {}: {}; the previous file, if any, is unchanged. Free some space, or "
-                                     "point project= at a disk with room",
-                                     path.string(), std::strerror(write_error)));
+      // what to do depends on why: a full disk, a quota, or the shell's file-size limit (ulimit -f)
+      const char* advice = write_error == EFBIG  ? "The file is larger than this process may write (ulimit -f): raise or lift "
+                                                   "that limit"
+                           : write_error == EDQUOT ? "Your disk quota is used up: free some of it, or point project= at "
+                                                     "another disk"
+                           : write_error == ENOSPC ? "Free some space, or point project= at a disk with room"
+                                                   : "Check the folder and the disk";
+      throw RuntimeError(fmt::format("cannot write {}: {}; the previous file, if any, is unchanged. {}", path.string(),
+                                     std::strerror(write_error), advice));
     }
   });
 }

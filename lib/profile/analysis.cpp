@@ -662,8 +662,15 @@ void check_profile(const nlohmann::ordered_json& p, const std::filesystem::path&
   for (const char* key : {"kernels_by_phase", "ops_by_phase"}) {
     for (const auto& [phase, rows] : p[key].items()) check_rows(rows, fmt::format("{}.{}", key, phase));
   }
+  // the measurements are numbers (or null where not measured); only these fields are text
+  static const std::set<std::string> kTextFields{"schema", "trace", "model", "device_kind", "bound", "bound_why", "levers"};
   for (const auto& [key, value] : p.items()) {
-    if (!value.is_structured()) check_scalar(value, fmt::format("\"{}\"", key));
+    if (value.is_structured()) continue;
+    if (value.is_string() && !kTextFields.count(key)) refuse(fmt::format("\"{}\" is {}, not a number", key, value.dump().substr(0, 40)));
+    check_scalar(value, fmt::format("\"{}\"", key));
+  }
+  if (p.contains("trace") && !p["trace"].is_string() && !p["trace"].is_null()) {
+    refuse(fmt::format("\"trace\" is {}, not the path of a trace file", p["trace"].dump().substr(0, 40)));
   }
   for (const auto& [key, value] : p["metrics"].items()) check_scalar(value, fmt::format("metrics.{}", key));
   for (const auto& [key, value] : p["gpu_trace"].items()) check_scalar(value, fmt::format("gpu_trace.{}", key));

@@ -3,29 +3,45 @@
 #include "train/optimizer.h"
 
 #include <ATen/ATen.h>
-#include <yaml-cpp/yaml.h>
 
 namespace libreyolo::train {
 
 namespace {
 
-c10::IValue config_value(const config::Config& config) {
-  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
-  const YAML::Node root = YAML::Load(config.to_yaml());
-  for (const auto& item : root) {
-    const std::string key = item.first.as<std::string>();
-    if (item.second.IsScalar()) dict.insert(key, item.second.as<std::string>());
-    else if (item.second.IsNull()) dict.insert(key, c10::IValue());
-    else {
-      YAML::Emitter e;
-      e << YAML::Flow << item.second;
-      dict.insert(key, std::string(e.c_str()));
-    }
+// A key's value as LibreYOLO's own checkpoints hold it (its TrainConfig.to_dict()): booleans, integers,
+// floats, strings, lists and None. LibreYOLO acts on some (bool(config["single_cls"]) in its
+// validator, the train arguments a resume restores), where a string 'false' would read as true.
+c10::IValue python_value(const config::OptionSpec& spec, const config::Value& value) {
+  using config::ValueType;
+  if (std::holds_alternative<std::monostate>(value)) return c10::IValue();
+  if (const auto* flag = std::get_if<bool>(&value)) return *flag;
+  if (const auto* whole = std::get_if<std::int64_t>(&value)) return *whole;
+  if (const auto* real = std::get_if<double>(&value)) return *real;
+  if (const auto* pair = std::get_if<config::RealPair>(&value)) {
+    return c10::List<double>({pair->first, pair->second});
   }
-  return dict;
+  if (const auto* size = std::get_if<config::ImageSize>(&value)) {
+    if (size->height == size->width) return static_cast<std::int64_t>(size->height);
+    return c10::List<std::int64_t>({size->height, size->width});  // [h, w], as LibreYOLO's imgsz
+  }
+  const std::string& text = std::get<std::string>(value);
+  // a choice or flag-or-path key whose value is a flag (cache=false, resume=false): LibreYOLO's bool
+  if ((spec.type == ValueType::choice || spec.type == ValueType::flag_or_path) && (text == "true" || text == "false")) {
+    return text == "true";
+  }
+  return text;
 }
 
 }  // namespace
+
+c10::IValue checkpoint_config(const config::Config& config) {
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  for (const auto& spec : config::option_table()) {
+    if (!(spec.commands & config::command_train)) continue;  // as train_config.yaml: checkpoints come from training
+    dict.insert(std::string(spec.name), python_value(spec, config.value(spec.name)));
+  }
+  return dict;
+}
 
 models::Checkpoint make_checkpoint(Training& t, const TrainState& state, int epoch_done, std::int64_t batches_done) {
   models::Checkpoint c;
@@ -41,7 +57,7 @@ models::Checkpoint make_checkpoint(Training& t, const TrainState& state, int epo
   c.set_extra("is_ema_weights", static_cast<bool>(t.net.ema));
   if (t.net.loaded.fine_tune) c.set_extra("fine_tune", true);  // a resumed run keeps the family's fine-tune form
   if (t.net.ema) c.set_extra("ema_updates", t.net.ema->updates());
-  c.set_extra("config", config_value(t.config));
+  c.set_extra("config", checkpoint_config(t.config));
   if (t.optim.lr_scale != 1.0) c.set_extra("lr_scale", t.optim.lr_scale);  // a recovered divergence lowered the learning rate
   if (t.precision.scaler->enabled()) {
     c10::impl::GenericDict s(c10::StringType::get(), c10::AnyType::get());

@@ -12,4 +12,8 @@ namespace libreyolo::train {
 // inside the next one (0 at an epoch end).
 models::Checkpoint make_checkpoint(Training& training, const TrainState& state, int epoch_done, std::int64_t batches_done);
 
+// A checkpoint's `config`: every training key with its value typed as LibreYOLO's TrainConfig
+// holds it (bool, int, float, str, list, None), which LibreYOLO acts on when it reads the file.
+c10::IValue checkpoint_config(const config::Config& config);
+
 }  // namespace libreyolo::train

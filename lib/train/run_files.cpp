@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -135,6 +136,22 @@ std::optional<nlohmann::ordered_json> read_status(const std::filesystem::path& p
   return status;
 }
 
+// A "running" status.json that rank 0 can no longer update (it was killed): rank 0 wrote it at an
+// epoch's end, and the run went on into the next epoch until now. Its elapsed time is carried to
+// now and its epoch is the one in progress, as a failure of rank 0's own records them.
+void advance_to_now(nlohmann::ordered_json& status, const std::filesystem::path& path) {
+  std::error_code error;
+  const auto written = std::filesystem::last_write_time(path, error);
+  if (!error && status.contains("elapsed_s") && status["elapsed_s"].is_number()) {
+    const double since = std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - written).count();
+    status["elapsed_s"] = status["elapsed_s"].get<double>() + std::max(0.0, since);
+  }
+  if (status.contains("epoch") && status["epoch"].is_number_integer() && status.contains("epochs") &&
+      status["epochs"].is_number_integer()) {
+    status["epoch"] = std::min(status["epoch"].get<int>() + 1, status["epochs"].get<int>());
+  }
+}
+
 }  // namespace
 
 void mark_run_failed(const std::filesystem::path& run_dir, const std::string& message, int failed_rank) {
@@ -145,8 +162,12 @@ void mark_run_failed(const std::filesystem::path& run_dir, const std::string& me
   const std::string state = status.value("state", "");
   const bool guessed = status.contains("reported_by_rank");  // a surviving rank's word (mark_run_lost)
   if (state != "running" && !(state == "failed" && (failed_rank != 0 || guessed))) return;
+  if (state == "failed" && status.contains("message")) {  // keep what the rank that wrote it said, under its name
+    const int author = guessed ? status.value("reported_by_rank", -1) : 0;
+    status[author >= 0 ? fmt::format("rank{}_message", author) : std::string("earlier_message")] = status["message"];
+  }
   status.erase("reported_by_rank");
-  if (state == "failed" && status.contains("message")) status["rank0_message"] = status["message"];
+  if (state == "running") advance_to_now(status, path);
   status["state"] = "failed";
   status["message"] = message;
   status["failed_rank"] = failed_rank;
@@ -158,6 +179,7 @@ void mark_run_lost(const std::filesystem::path& run_dir, const std::string& mess
   auto read = read_status(path);
   if (!read || read->value("state", "") != "running") return;
   nlohmann::ordered_json& status = *read;
+  advance_to_now(status, path);
   status["state"] = "failed";
   status["message"] = message;
   status["reported_by_rank"] = reporting_rank;

@@ -221,6 +221,11 @@ void set_up_model(Training& t) {
     const std::size_t kept = load_matching(*loaded.model.module, source.model);
     log::info("pretrained={}: transferred {}/{} tensors (matched by name and shape)", pretrained, kept,
               models::state_dict(*loaded.model.module).size());
+  } else if (pretrained == "true" && !t.place.resume && loaded.weights.empty() &&
+             config.source("pretrained") != config::Source::table_default) {
+    log::warn("pretrained=true: model={} is an architecture, not a weights file, so {} trains from scratch; give "
+              "model=<weights>.pt (or pretrained=<weights>.pt) to start from weights", config.get_text("model"),
+              loaded.model.display_name);
   } else if (pretrained == "false" && !t.place.resume && !loaded.weights.empty()) {
     loaded.model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden);
     loaded.fine_tune = false;

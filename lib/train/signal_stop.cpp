@@ -21,6 +21,8 @@ struct PreparedStatus {
   std::array<char, 4096> path{}, temporary{};
   std::array<char, 16384> text{};
   std::size_t length = 0;
+  std::array<char, 512> terminal{};  // the line the handler prints
+  std::size_t terminal_length = 0;
 };
 std::array<PreparedStatus, 2> prepared;
 std::atomic<int> prepared_index{-1};
@@ -42,24 +44,31 @@ void write_prepared_status() {
 // open, write, close, rename, unlink and _exit.
 extern "C" void on_stop_signal(int signal) {
   if (stop_signal.exchange(signal) == 0) return;
-  static constexpr char message[] =
-      "\nsecond stop signal: exiting now without saving; weights/last.pt holds the last completed save\n";
-  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message, sizeof message - 1);
+  static constexpr char message[] = "\nsecond stop signal: exiting now without saving\n";
+  const int index = prepared_index.load();
+  const char* line = index < 0 ? message : prepared[static_cast<std::size_t>(index)].terminal.data();
+  const std::size_t length = index < 0 ? sizeof message - 1 : prepared[static_cast<std::size_t>(index)].terminal_length;
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, line, length);
   write_prepared_status();
   ::_exit(128 + signal);
 }
 
 }  // namespace
 
-void prepare_second_signal_status(const std::filesystem::path& status_file, const std::string& text) {
+void prepare_second_signal_status(const std::filesystem::path& status_file, const std::string& text, const std::string& message) {
   const std::string path = status_file.string(), temporary = path + ".signal.tmp";
+  const std::string terminal = "\nsecond stop signal: exiting now without saving; " + message + "\n";
   const int next = prepared_index.load() == 0 ? 1 : 0;
   PreparedStatus& p = prepared[static_cast<std::size_t>(next)];
-  if (temporary.size() >= p.temporary.size() || text.size() > p.text.size()) return;  // keep the older one
+  if (temporary.size() >= p.temporary.size() || text.size() > p.text.size() || terminal.size() > p.terminal.size()) {
+    return;  // keep the older one
+  }
   std::memcpy(p.path.data(), path.c_str(), path.size() + 1);
   std::memcpy(p.temporary.data(), temporary.c_str(), temporary.size() + 1);
   std::memcpy(p.text.data(), text.data(), text.size());
   p.length = text.size();
+  std::memcpy(p.terminal.data(), terminal.data(), terminal.size());
+  p.terminal_length = terminal.size();
   prepared_index.store(next);
 }
 

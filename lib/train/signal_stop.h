@@ -12,8 +12,9 @@ namespace libreyolo::train {
 
 // What the signal handler writes to `status_file` (atomically: temporary + rename, async-signal-safe
 // calls only) when a second signal ends the process without saving: status.json then says so instead
-// of "running". Kept up to date by whoever writes status.json; cleared once the run has ended.
-void prepare_second_signal_status(const std::filesystem::path& status_file, const std::string& text);
+// of "running"; `message` (where the last save is, or that there is none) ends the line it prints.
+// Kept up to date by whoever writes status.json; cleared once the run has ended.
+void prepare_second_signal_status(const std::filesystem::path& status_file, const std::string& text, const std::string& message);
 void clear_second_signal_status();
 
 class SignalStopHook final : public TrainHook {

@@ -97,8 +97,10 @@ class RunRecord {
     files_.write_status(status);
     if (state == "running" || state == "interrupted") {  // what a second Ctrl-C leaves, if it comes
       auto cut = status_of("interrupted", epoch_done);
-      cut["message"] = "second stop signal: exited without saving; weights/last.pt holds the last completed save";
-      prepare_second_signal_status(run_dir_ / "status.json", cut.dump(2) + "\n");
+      const std::string saved = has_own_last() ? "weights/last.pt holds the last completed save"
+                                               : "no checkpoint had been saved yet (no weights/last.pt): train again from the start";
+      cut["message"] = "second stop signal: exited without saving; " + saved;
+      prepare_second_signal_status(run_dir_ / "status.json", cut.dump(2) + "\n", saved);
     } else {
       clear_second_signal_status();
     }
@@ -299,7 +301,7 @@ class Trainer {
         try {
           begin_epoch();
           train_batches();  // until the epoch ends or a hook asks to stop
-          if (stop_) {
+          if (stop_ && !stop_ends_epoch()) {
             carry_out_stop();
             break;
           }
@@ -323,6 +325,7 @@ class Trainer {
   void read_losses(std::int64_t last_batch);
   void micro_step(const data::Batch& batch, EpochClock& clock);
   void carry_out_stop();
+  bool stop_ends_epoch();
   bool end_epoch();
   std::optional<eval::Validation> validate(models::DetectionModel& model);
   bool take_validation(const eval::Validation& validation);
@@ -363,10 +366,12 @@ void Trainer::recover(const Divergence& divergence) {
   const bool from_last = record_.has_own_last();
   if (++recoveries_ > 3) {
     throw RuntimeError(fmt::format("training diverged again after 3 recoveries, the last at {}x the learning rate ({}); "
-                                   "{}. Lower lr0 further, check the labels, or train in float32 (amp=false)",
+                                   "{}. Lower lr0 further{}",
                                    t_.optim.lr_scale, divergence.what(),
                                    from_last ? fmt::format("{} holds the last good weights", record_.last().string())
-                                             : std::string("no checkpoint was written")));
+                                             : std::string("no checkpoint was written"),
+                                   // float32 already: mixed precision is not the cause to rule out
+                                   t_.precision.autocast ? ", check the labels, or train in float32 (amp=false)" : " or check the labels"));
   }
   const double lr_scale = t_.optim.lr_scale * 0.5;
   log::warn("{}: reloading {} and training on at half the learning rate (lr x{} from now on; recovery {}/3)",
@@ -493,6 +498,15 @@ void Trainer::carry_out_stop() {
   }
 }
 
+// A stop signal that came with the epoch's last batch: the epoch has trained, so its end runs first
+// (validation, results row, last/best/epoch_N.pt), and end_epoch records the stop after it (the
+// signal is still pending there). True when it will.
+bool Trainer::stop_ends_epoch() {
+  if (stop_->kind != StopRequest::Kind::interrupt || state_.batch != state_.batches_per_epoch) return false;
+  log::warn("{} during the epoch's last batch: ending epoch {} first", stop_->message, state_.epoch + 1);
+  return true;
+}
+
 bool Trainer::end_epoch() {
   const int epoch = state_.epoch;
   if (state_.data_share > 0.3 && state_.seen > 2) {
@@ -533,7 +547,11 @@ bool Trainer::end_epoch() {
     ++state_.epoch;
     return true;
   }
-  if ((stop_ = ranks_.stop(hooks_.should_stop(state_)))) {  // arrived during validation or saving: last.pt already holds this epoch
+  if ((stop_ = ranks_.stop(hooks_.should_stop(state_))) && final_epoch) {  // nothing left to stop: the run is complete
+    log::info("{} after the final epoch: the training is complete", stop_->message);
+    stop_.reset();
+  }
+  if (stop_) {  // arrived during validation or saving (or with the epoch's last batch): last.pt already holds this epoch
     record_.status(stop_->state, epoch + 1, -1);
     if (stop_->kind == StopRequest::Kind::interrupt) log::warn("{} after epoch {}: {} holds it (resume with model={} resume=true)", stop_->message, epoch + 1,
               record_.last().string(), record_.last().string());

@@ -26,6 +26,16 @@ expect_exit 3 data check data=bad/data.yaml
 expect_in "$WORK/err" "no valid image"
 expect_exit 3 train data=bad/data.yaml
 expect_in "$WORK/err" "no valid image in the 'train' split"
+# a split without any image: said so with its folder, no empty "Scanning" line
+mkdir -p empty/images/train
+printf 'train: images/train\nnames: [a]\n' >empty/data.yaml
+expect_exit 3 train data=empty/data.yaml
+expect_in "$WORK/err" "the 'train' split ("
+expect_in "$WORK/err" "empty/images/train) holds no images"
+grep -q "Scanning" "$WORK/err" && fail "an empty split logged a Scanning line"
+# a folder given as data=: named as a folder
+expect_exit 3 data check data=empty
+expect_in "$WORK/err" "data=empty is a folder: give its dataset YAML, e.g. data=empty/data.yaml"
 
 # YAML and built-in mistakes
 expect_exit 3 data check data=ds/missing.yaml

@@ -13,14 +13,18 @@ cat >ds/annotations/instances_val.json <<JSON
                  {"id": 2, "image_id": 42, "category_id": 5, "bbox": [0, 0, 64, 30], "area": 900, "iscrowd": 1},
                  {"id": 3, "image_id": 7, "category_id": 5, "bbox": [50, 50, 30, 30], "area": 196},
                  {"id": 4, "image_id": 7, "category_id": 90, "bbox": [3, 3, 0, 5], "area": 0},
-                 {"id": 5, "image_id": 99, "category_id": 90, "bbox": [3, 3, 5, 5], "area": 25}],
+                 {"id": 5, "image_id": 99, "category_id": 90, "bbox": [3, 3, 5, 5], "area": 25},
+                 {"id": 6, "image_id": 7, "category_id": 5, "bbox": [9, 9, -5, 4], "area": 20}],
  "categories": [{"id": 90, "name": "toothbrush"}, {"id": 5, "name": "airplane"}]}
 JSON
 # LibreYOLO's layout would name it under annotations:; a split may also name the JSON itself
 printf 'path: .\ntrain: annotations/instances_val.json\nval: annotations/instances_val.json\n' >ds/json_splits.yaml
 expect_exit 0 data check data=ds/json_splits.yaml json=true
 "$LIBREYOLO" data check data=ds/json_splits.yaml >check.out 2>&1
-expect_in check.out "instances_val.json: 2 images, 5 annotations (1 crowd), 2 categories"
+expect_in check.out "instances_val.json: 2 images, 6 annotations (1 crowd), 2 categories"
+# a negative side: named by id, and in neither split; a zero side: named, kept for validation as COCOeval does
+expect_in check.out "1 annotation(s) with a negative bbox width or height (id 6 (-5x4)); skipped in training and validation"
+expect_in check.out "1 annotation(s) with a bbox width or height of 0 (id 4 (0x5)); left out of training"
 # classes in ascending id order: 5 airplane, 90 toothbrush; training keeps 2 boxes (no crowd, no empty box, none of image 99)
 expect_in check.out "airplane          1          1"
 expect_in check.out "toothbrush          1          1"

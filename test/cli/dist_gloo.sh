@@ -81,6 +81,17 @@ if [ -n "${DIST_SPAWN:-}" ]; then
   expect_in term.out "rank 0 got TERM"
   expect_in term.out "[rank 1] rank 1 got TERM"
   [ "$(grep -c 'got TERM' term.out)" -eq 2 ] || { fail "each rank should get SIGTERM once"; cat term.out; }
+  # SIGTERM to one rank alone: it saves, the ranks stop together, each exiting 143 by itself (as
+  # training does): a stop, not a failure; a rank the signal killed outright is a failure
+  timeout 60 "$DIST_SPAWN" 2 /bin/sh -c 'if [ "$RANK" = 1 ]; then exit 143; fi; sleep 1; exit 143' >rank_term.out 2>&1
+  code=$?
+  [ "$code" -eq 143 ] || { fail "SIGTERM to rank 1 alone gave exit $code, expected 143"; cat rank_term.out; }
+  expect_in rank_term.out "libreyolo: rank 1 received SIGTERM: the ranks saved and stopped together"
+  grep -q "failed" rank_term.out && { fail "a rank's own stop on SIGTERM was called a failure"; cat rank_term.out; }
+  timeout 60 "$DIST_SPAWN" 2 /bin/sh -c 'if [ "$RANK" = 1 ]; then kill -TERM $$; fi; sleep 50' >rank_killed.out 2>&1
+  code=$?
+  [ "$code" -eq 143 ] || { fail "rank 1 killed by SIGTERM gave exit $code, expected 143"; cat rank_killed.out; }
+  expect_in rank_killed.out "rank 1 failed with exit code 143; the other ranks were stopped. It was killed by SIGTERM."
 fi
 
 env SLURM_PROCID=0 SLURM_NTASKS=1 "$LIBREYOLO" train model=yolo9-t data=nowhere.yaml epochs=1 >slurm1.out 2>&1

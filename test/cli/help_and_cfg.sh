@@ -13,6 +13,16 @@ expect_in "$WORK/out" "family defaults: yolox-n: 416, yolox-t: 416"
 expect_exit 0 --help
 expect_in "$WORK/out" "train"
 
+# every command lists its keys under --help, as the top-level help promises
+for command in val predict info; do
+  expect_exit 0 $command --help
+  expect_in "$WORK/out" "conf="
+done
+expect_exit 0 val -h
+expect_in "$WORK/out" "split="
+expect_exit 0 predict help
+expect_in "$WORK/out" "source="
+
 expect_exit 0 cfg model=yolox-n lrf=0.1
 expect_in "$WORK/out" "imgsz                    416                  family"
 expect_in "$WORK/out" "min_lr_ratio             0.1                  cli"

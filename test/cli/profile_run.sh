@@ -86,6 +86,20 @@ expect_exit 2 profile get negative.json img_per_s
 expect_in "$WORK/err" "metrics.img_per_s is -5.0, not a measurement"
 expect_exit 2 profile kernels typed.json
 expect_in "$WORK/err" "kernels[0].kernel is 7, not a name"
+# a trace path that is null reads as no trace; a number, or a step time given as text, is refused by name
+python3 - "$run/profile.json" <<'PY'
+import json, sys
+for name, key, value in [("null_trace", "trace", None), ("number_trace", "trace", 5), ("text_step", "step_ms", "12.5")]:
+    p = json.load(open(sys.argv[1]))
+    p[key] = value
+    json.dump(p, open(name + ".json", "w"))
+PY
+expect_exit 0 profile summary null_trace.json
+expect_in "$WORK/out" "LibreYOLO training profile"
+expect_exit 2 profile summary number_trace.json
+expect_in "$WORK/err" 'number_trace.json: "trace" is 5, not the path of a trace file'
+expect_exit 2 profile summary text_step.json
+expect_in "$WORK/err" 'text_step.json: "step_ms" is "12.5", not a number'
 # absurd trace values: a duration of 1e308 us, a timestamp that is text, a negative time
 for event in '"ts": 5, "dur": 1e308' '"ts": "abc", "dur": 1' '"ts": -3, "dur": 1'; do
   echo "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"step/forward\", $event}]}" > absurd.json

@@ -79,6 +79,8 @@ expect_in runs/odd/train_config.yaml "imgsz: 64"
 code=$?
 [ "$code" -eq 1 ] || fail "a failed checkpoint write exited $code, expected 1"
 expect_in "$WORK/err" "cannot write runs/full/weights/last.pt: File too large"
+expect_in "$WORK/err" "larger than this process may write (ulimit -f)"
+grep -q "Free some space" "$WORK/err" && fail "a file-size limit was called a full disk"
 expect_in runs/full/status.json '"state": "failed"'
 [ -z "$(ls -A runs/full/weights)" ] || fail "left in weights/: $(ls -A runs/full/weights)"
 

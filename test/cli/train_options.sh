@@ -44,6 +44,10 @@ expect_exit 0 train $C pretrained=runs/single/weights/last.pt name=transfer
 expect_in "$WORK/err" "transferred"
 grep -Eq 'transferred ([0-9]+)/\1 tensors' "$WORK/err" || fail "pretrained=path: not every tensor transferred"
 expect_exit 4 train $C pretrained=missing.pt name=nofile
+# pretrained=true with an architecture name: from scratch, and said so (not said by default)
+expect_exit 0 train $C pretrained=true name=scratch
+expect_in "$WORK/err" "pretrained=true: model=yolo9-t is an architecture, not a weights file, so"
+grep -q "is an architecture, not a weights file" runs/single/train.log && fail "the default pretrained= was said as given"
 
 # freeze: the first two layer groups keep their weights (compared in the unit test), the log says how many
 expect_exit 0 train $C freeze=2 name=frozen

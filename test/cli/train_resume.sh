@@ -36,7 +36,13 @@ if ! diff straight.txt cut.txt; then fail "resumed run differs from the uninterr
 # a resume's override holds for later resumes too: a run of 10 epochs resumed with epochs=3, then
 # resumed again without it, ends at 3 (train_config.yaml keeps the override and the run's own model=)
 expect_exit 0 train $args epochs=1 name=short
-expect_exit 0 train model=runs/short/weights/last.pt resume=true epochs=2 quiet=true
+# what an epoch is (data, imgsz, batch) cannot change in a resume; anything else is said as it changes
+expect_exit 2 train model=runs/short/weights/last.pt resume=true epochs=2 imgsz=96
+expect_in "$WORK/err" "resume=true continues the run as it was, and imgsz=96 differs from its imgsz="
+expect_exit 2 train model=runs/short/weights/last.pt resume=true epochs=2 data=coco8
+expect_in "$WORK/err" "data=coco8 differs from its data=ds/data.yaml"
+expect_exit 0 train model=runs/short/weights/last.pt resume=true epochs=2 lr0=0.02 quiet=true
+expect_in "$WORK/err" "resume=true: lr0=0.02 replaces the run's 0.01 from here on"
 expect_in runs/short/train_config.yaml "epochs: 2"
 expect_in runs/short/train_config.yaml 'model: "yolo9-t"'
 expect_in runs/short/train_config.yaml 'resume: "false"'

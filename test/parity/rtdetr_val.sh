@@ -24,15 +24,38 @@ both_ways() {
   "$python" "$oracle" "$dir" check expected.json ours.json ours/predictions.json \
     || fail "$family-$size validation differs from libreyolo 1.6.0"
 
-  # the other way: a checkpoint `libreyolo train` writes, validated by LibreYOLO and by us
-  "$LIBREYOLO" train model="$family-$size" data="$dir/ds.yaml" imgsz="$train_imgsz" epochs=1 batch=2 workers=0 val=false \
-    project="$dir" name=trained quiet=true >train.out 2>&1 || { cat train.out; fail "libreyolo train failed ($family)"; }
+  # the other way: a checkpoint `libreyolo train` writes from the fixture's weights (a step too
+  # small to move them, so its mAP means something), validated by LibreYOLO and by us; then as
+  # LibreYOLO reads its config: its CLI, its val() on the config's data, its resume's arguments
+  "$LIBREYOLO" train model="$dir/py-$family-$size.pt" data="$dir/ds.yaml" imgsz="$train_imgsz" epochs=1 batch=2 workers=0 \
+    val=false lr0=1e-7 warmup_epochs=0 project="$dir" name=trained quiet=true >train.out 2>&1 \
+    || { cat train.out; fail "libreyolo train failed ($family)"; }
   "$python" "$oracle" "$dir" reference trained/weights/last.pt "$dir/trained.json" >reverse.out 2>&1 \
     || { cat reverse.out; fail "LibreYOLO could not validate our $family checkpoint"; }
   "$LIBREYOLO" val model=trained/weights/last.pt data="$dir/ds.yaml" imgsz=640 batch=4 save_json=true \
     project="$dir" name=ours_trained exist_ok=true --json >ours_trained.json 2>ours.err || { cat ours.err; fail "libreyolo val failed"; }
-  "$python" "$oracle" "$dir" check trained.json ours_trained.json ours_trained/predictions.json any-map \
+  "$python" "$oracle" "$dir" check trained.json ours_trained.json ours_trained/predictions.json trained \
     || fail "LibreYOLO reads our $family checkpoint into other outputs"
+  "$python" "$oracle" "$dir" interop trained/weights/last.pt ours_trained.json plain >interop.out 2>&1 \
+    || { cat interop.out; fail "LibreYOLO reads our $family checkpoint's config otherwise"; }
+  tail -2 interop.out
+  [ -n "${single_done:-}" ] && return 0
+  # once per run: a checkpoint trained with single_cls=true, whose config LibreYOLO's validator
+  # acts on (it merges the dataset's classes), and so do we without being told
+  single_done=1
+  "$LIBREYOLO" train model="$family-$size" data="$dir/ds.yaml" imgsz="$train_imgsz" epochs=1 batch=2 workers=0 val=false \
+    single_cls=true project="$dir" name=single quiet=true >single.out 2>&1 || { cat single.out; fail "single_cls training failed"; }
+  "$LIBREYOLO" val model=single/weights/last.pt data="$dir/ds.yaml" imgsz=640 batch=4 --json >ours_single.json 2>ours_single.err \
+    || { cat ours_single.err; fail "libreyolo val of a single_cls checkpoint failed"; }
+  expect_in ours_single.err "the checkpoint was trained with single_cls=true"
+  "$python" "$oracle" "$dir" interop single/weights/last.pt ours_single.json single >interop_single.out 2>&1 \
+    || { cat interop_single.out; fail "LibreYOLO reads our single_cls checkpoint otherwise"; }
+  tail -1 interop_single.out
+  # ours without data=: the checkpoint's training data, as LibreYOLO's val()
+  expect_exit 0 val model=trained/weights/last.pt imgsz=640 batch=4 --json
+  expect_in "$WORK/err" "(the checkpoint's training data; give data= to validate on another)"
+  "$python" -c 'import json, sys; a, b = (json.load(open(p)) for p in sys.argv[1:]); sys.exit(a["metrics/mAP50-95"] != b["metrics/mAP50-95"])' \
+    "$WORK/out" ours_trained.json || fail "val without data= gave another mAP than with the checkpoint's data"
 }
 
 # arguments: FAMILY SIZE TRAIN_IMGSZ triples (parity_conv_val: YOLOX, YOLOv7, RTMDet); else the DETRs

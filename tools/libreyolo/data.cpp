@@ -5,6 +5,7 @@
 #include "models/checkpoint.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/printable.h"
 #include "core/option_help.h"
 #include "data/dataset_yaml.h"
 #include "data/label_scan.h"
@@ -69,7 +70,7 @@ void print_report(const data::DatasetSpec& spec, const SplitReport& report) {
   fmt::print("  {:>22} {:>10} {:>10}\n", "class", "images", "instances");
   for (std::size_t c = 0; c < spec.names.size(); ++c) {
     if (report.instances_per_class[c] == 0) continue;
-    fmt::print("  {:>22} {:>10} {:>10}\n", spec.names[c], report.images_per_class[c], report.instances_per_class[c]);
+    fmt::print("  {:>22} {:>10} {:>10}\n", printable(spec.names[c]), report.images_per_class[c], report.instances_per_class[c]);
   }
   fmt::print("  image long side:");
   for (const auto& [bucket, count] : report.long_side_histogram) fmt::print(" >={}px: {}", bucket, count);

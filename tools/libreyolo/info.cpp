@@ -2,6 +2,8 @@
 // of the model as built and fused for inference, in Ultralytics' summary format.
 #include "commands.h"
 #include "core/config.h"
+#include "core/option_help.h"
+#include "models/family.h"
 #include "core/log.h"
 #include "models/checkpoint.h"
 
@@ -11,6 +13,10 @@
 namespace libreyolo::cli {
 
 int run_info(const Arguments& arguments) {
+  if (wants_help(arguments)) {
+    fmt::print("{}", config::format_command_help(config::command_info, models::family_defaults_table()));
+    return 0;
+  }
   const auto config = models::parse_arguments(config::command_info, arguments);
   log::set_quiet(config.get_bool("quiet"));
   auto loaded = models::load_model(config.get_text("model"), static_cast<int>(config.get_int("nc")));

@@ -4,6 +4,8 @@
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/config.h"
+#include "core/option_help.h"
+#include "models/family.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/run_dir.h"
@@ -27,6 +29,10 @@
 namespace libreyolo::cli {
 
 int run_predict(const Arguments& arguments) {
+  if (wants_help(arguments)) {
+    fmt::print("{}", config::format_command_help(config::command_predict, models::family_defaults_table()));
+    return 0;
+  }
   const auto config = models::parse_arguments(config::command_predict, arguments);
   log::set_quiet(config.get_bool("quiet"));
   const std::string source = config.get_text("source");

@@ -29,6 +29,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -248,6 +249,27 @@ int train_as_other_rank(const config::Config& config, dist::Group& group, dist::
   }
 }
 
+// What a resume's command line changes against the run's train_config.yaml. The data, the image
+// size, the batch and single_cls fix what an epoch and its batches are: a resume continues at a
+// batch of an epoch, so a change there is refused (exit 2). Any other change is taken from here on,
+// and said.
+void check_resume_changes(const config::Config& run, const config::Config& resumed, const std::filesystem::path& run_config) {
+  static constexpr std::array<std::string_view, 4> kFixed{"data", "imgsz", "batch", "single_cls"};
+  for (const auto& spec : config::option_table()) {
+    if (!(spec.commands & config::command_train) || resumed.source(spec.name) != config::Source::command_line) continue;
+    if (spec.name == "model" || spec.name == "resume") continue;
+    const std::string before = config::format_value(run.value(spec.name)), after = config::format_value(resumed.value(spec.name));
+    if (before == after) continue;
+    if (std::find(kFixed.begin(), kFixed.end(), spec.name) != kFixed.end()) {
+      throw UsageError(fmt::format("resume=true continues the run as it was, and {}={} differs from its {}={} ({}): leave {}= "
+                                   "out to resume, or start a new training from its weights (model={} without resume=true)",
+                                   spec.name, after, spec.name, before, run_config.string(), spec.name,
+                                   resumed.get_text("model")));
+    }
+    log::warn("resume=true: {}={} replaces the run's {} from here on", spec.name, after, before);
+  }
+}
+
 }  // namespace
 
 int run_train(const Arguments& arguments) {
@@ -276,6 +298,8 @@ int run_train(const Arguments& arguments) {
     Arguments with_run{"cfg=" + run_config.string()};
     with_run.insert(with_run.end(), given.begin(), given.end());
     config = models::parse_arguments(config::command_train, with_run);
+    check_resume_changes(models::parse_arguments(config::command_train, Arguments{"cfg=" + run_config.string()}), config,
+                         run_config);
   }
   for (const auto& note : config.notes()) log::warn("{}", note);  // shown under quiet=true too
   require_data_argument(config.get_text("data"));

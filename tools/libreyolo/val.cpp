@@ -3,6 +3,8 @@
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/config.h"
+#include "core/option_help.h"
+#include "models/family.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/run_dir.h"
@@ -18,18 +20,52 @@
 namespace libreyolo::cli {
 
 
+namespace {
+
+// The training configuration a checkpoint file carries (empty for an architecture name, a
+// .safetensors file or a checkpoint without one).
+std::map<std::string, std::string> trained_with(const std::string& model) {
+  const std::filesystem::path path(model);
+  std::error_code error;
+  if (path.extension() != ".pt" || !std::filesystem::is_regular_file(path, error)) return {};
+  return models::saved_training_config(models::read_checkpoint(path));
+}
+
+}  // namespace
+
 int run_val(const Arguments& arguments) {
+  if (wants_help(arguments)) {
+    fmt::print("{}", config::format_command_help(config::command_val, models::family_defaults_table()));
+    return 0;
+  }
   const auto config = models::parse_arguments(config::command_val, arguments);
   log::set_quiet(config.get_bool("quiet"));
-  if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo val model=best.pt data=coco128");
-  auto spec = data::load_dataset_spec(config.get_text("data"));
-  if (config.get_bool("single_cls")) spec.merge_classes();
+  const auto trained = trained_with(config.get_text("model"));
+  std::string data = config.get_text("data");
+  if (data.empty() && trained.contains("data") && trained.at("data") != "none" && !trained.at("data").empty()) {
+    data = trained.at("data");  // as LibreYOLO's val(): the data the checkpoint was trained on
+    log::info("data={} (the checkpoint's training data; give data= to validate on another)", data);
+  }
+  if (data.empty()) throw UsageError("data= is required: libreyolo val model=best.pt data=coco128");
+  auto spec = data::load_dataset_spec(data);
+  // a model trained with single_cls=true predicts one class: LibreYOLO's validator merges the
+  // dataset's classes for it too
+  const bool trained_single_class = trained.contains("single_cls") && trained.at("single_cls") == "true";
+  const bool single_class = config.get_bool("single_cls") || trained_single_class;
+  if (trained_single_class && !config.get_bool("single_cls") && spec.class_count() > 1) {
+    log::info("the checkpoint was trained with single_cls=true: validating with the {} dataset classes merged into one",
+              spec.class_count());
+  }
+  if (single_class) spec.merge_classes();
   const std::string split = config.get_text("split");
   if (spec.split(split).empty()) throw DataError(fmt::format("{}: no '{}' split", spec.yaml_file.string(), split));
   auto loaded = models::load_model(config.get_text("model"), spec.class_count());
   if (loaded.class_count != spec.class_count()) {
-    throw ModelError(fmt::format("{} predicts {} classes but {} has {}", config.get_text("model"), loaded.class_count,
-                                 spec.yaml_file.string(), spec.class_count()));
+    throw ModelError(fmt::format("{} predicts {} classes but {} has {}{}", config.get_text("model"), loaded.class_count,
+                                 spec.yaml_file.string(), spec.class_count(),
+                                 single_class ? " (single_cls=true merges the dataset's classes into one; leave it out "
+                                                "for a model that predicts the dataset's classes)"
+                                              : ""));
   }
   auto scan = data::scan_split(spec, split, static_cast<int>(config.get_int("workers")));
   const int image_size = config.source("imgsz") == config::Source::table_default && loaded.image_size > 0

@@ -70,6 +70,7 @@ class Yolov5Family final : public Family {
     LossOptions options = scaled_gains(gains.box, gains.obj, gains.cls, static_cast<int>(gains.classes), gains.image_size);
     options.anchor_t = gains.anchor_t;
     options.world_size = gains.world_size;
+    options.global_normaliser = gains.global_normaliser;
     return std::make_unique<Yolov5Loss>(options);
   }
   // Measured (bench/yolo_step, 2-core AMD EPYC, medians of 3 interleaved): a step 1.18x faster for

@@ -34,9 +34,25 @@ at::Tensor complete_iou_xywh(const at::Tensor& a, const at::Tensor& b) {
   return iou - (rho2 / c2 + v * alpha);
 }
 
-// BCEWithLogitsLoss(pos_weight=1.0), mean: yolov5 passes the weight, which changes the arithmetic.
-at::Tensor bce_mean(const at::Tensor& logits, const at::Tensor& targets) {
-  return at::binary_cross_entropy_with_logits(logits, targets, {}, at::ones({1}, logits.options()), at::Reduction::Mean);
+// BCEWithLogitsLoss(pos_weight=1.0): yolov5 passes the weight, which changes the arithmetic.
+at::Tensor bce(const at::Tensor& logits, const at::Tensor& targets, at::Reduction::Reduction reduction) {
+  return at::binary_cross_entropy_with_logits(logits, targets, {}, at::ones({1}, logits.options()), reduction);
+}
+
+at::Tensor bce_mean(const at::Tensor& logits, const at::Tensor& targets) { return bce(logits, targets, at::Reduction::Mean); }
+
+// The matches' objectness targets, written where several matches share a cell (boxes of one image
+// with the same anchor, in their own or a neighbour cell) by a fixed rule: the last match in
+// yolov5's target order wins, as its `tobj[b, a, gj, gi] = iou` leaves it on the CPU. index_put_
+// with repeated indices promises no winner (CUDA, or ATen's parallel loop over 32768 entries),
+// so only each cell's last match is written.
+void write_objectness(at::Tensor& objectness, const LevelTargets& t, const at::Tensor& iou) {
+  const std::int64_t anchors = objectness.size(1), ny = objectness.size(2), nx = objectness.size(3);
+  const at::Tensor cell = ((t.image * anchors + t.anchor) * ny + t.gj) * nx + t.gi;
+  const at::Tensor order = at::arange(cell.size(0), cell.options());
+  const at::Tensor last = at::full({objectness.numel()}, -1, cell.options()).scatter_reduce_(0, cell, order, "amax");
+  const at::Tensor kept = last.index_select(0, cell).eq(order);
+  objectness.view(-1).index_put_({cell.masked_select(kept)}, iou.detach().clamp_min(0).masked_select(kept));
 }
 
 }  // namespace
@@ -95,27 +111,44 @@ LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, 
 
   const auto zero = at::zeros({}, maps.front().options().dtype(at::kFloat));
   at::Tensor lbox = zero, lobj = zero, lcls = zero;
-  for (std::size_t level = 0; level + 1 < maps.size(); ++level) {
+  const std::size_t levels = maps.size() - 1;
+  std::vector<LevelTargets> matched;
+  for (std::size_t level = 0; level < levels; ++level) {
+    const at::Tensor& map = maps[level];
+    matched.push_back(build_targets(boxes / static_cast<double>(8 << level), images,
+                                    grid_anchors[static_cast<std::int64_t>(level)].to(at::kFloat), map.size(3), map.size(2),
+                                    options.anchor_t));
+  }
+  // data-parallel: each level's match count over the global batch, per rank (one collective for
+  // the three, on every rank and step, matches or none); one process: each level's own mean
+  at::Tensor per_rank_matches;
+  if (options.global_normaliser) {
+    std::vector<float> counts;
+    for (const LevelTargets& t : matched) counts.push_back(static_cast<float>(t.box.size(0)));
+    per_rank_matches = loss_normaliser(at::tensor(counts).to(zero.device()), options.global_normaliser);
+  }
+  for (std::size_t level = 0; level < levels; ++level) {
     const at::Tensor& map = maps[level];
     const std::int64_t ny = map.size(2), nx = map.size(3), outputs = map.size(1) / anchor_count;
-    const double stride = 8 << level;
     const at::Tensor anchors = grid_anchors[static_cast<std::int64_t>(level)].to(at::kFloat);
     // [B, anchors, ny, nx, 5 + nc], as yolov5's Detect lays the map out
     const at::Tensor p = map.view({batch, anchor_count, outputs, ny, nx}).permute({0, 1, 3, 4, 2}).to(at::kFloat);
-    const LevelTargets t = build_targets(boxes / stride, images, anchors, nx, ny, options.anchor_t);
+    const LevelTargets& t = matched[level];
     at::Tensor objectness = at::zeros({batch, anchor_count, ny, nx}, p.options());
     if (t.box.size(0) > 0) {
       const at::Tensor picked = p.index({t.image, t.anchor, t.gj, t.gi});  // [K, 5 + nc]
       const at::Tensor xy = picked.slice(1, 0, 2).sigmoid() * 2 - 0.5;
       const at::Tensor wh = (picked.slice(1, 2, 4).sigmoid() * 2).pow(2) * anchors.index_select(0, t.anchor);
       const at::Tensor iou = complete_iou_xywh(at::cat({xy, wh}, 1), t.target);
-      lbox = lbox + (1.0 - iou).mean();
-      objectness.index_put_({t.image, t.anchor, t.gj, t.gi}, iou.detach().clamp_min(0));  // duplicates: the last
+      const at::Tensor matches = per_rank_matches.defined() ? per_rank_matches[static_cast<std::int64_t>(level)] : at::Tensor();
+      lbox = lbox + (matches.defined() ? (1.0 - iou).sum() / matches : (1.0 - iou).mean());
+      write_objectness(objectness, t, iou);
       if (outputs - 5 > 1) {
         at::Tensor class_targets = at::full({picked.size(0), outputs - 5}, cn, p.options());
         class_targets.index_put_({at::arange(picked.size(0), t.box.options()), classes.index_select(0, t.box)},
                                  at::scalar_tensor(cp, p.options()));
-        lcls = lcls + bce_mean(picked.slice(1, 5), class_targets);
+        lcls = lcls + (matches.defined() ? bce(picked.slice(1, 5), class_targets, at::Reduction::Sum) / (matches * (outputs - 5))
+                                         : bce_mean(picked.slice(1, 5), class_targets));
       }
     }
     lobj = lobj + bce_mean(p.select(4, 4), objectness) * options.balance[level];

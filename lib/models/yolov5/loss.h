@@ -23,8 +23,12 @@ struct LossOptions {
   std::array<double, 3> balance{4.0, 1.0, 0.4};  // objectness weight of P3, P4, P5
   // Data-parallel training: yolov5's train.py multiplies each process's loss by the number of
   // processes, so that the averaged gradients are the sum a single process over the global batch
-  // would take.
+  // would take. That holds for the objectness term (a mean over every cell of every image) alone:
+  // the box and class terms are means over the matches, which differ in number from rank to rank.
+  // Their divisor is the global batch's match count instead (`global_normaliser`, per level), as
+  // one process over the global batch divides (yolov5's own DDP uses each rank's count).
   int world_size = 1;
+  GlobalNormaliser global_normaliser{};
 };
 
 // hyp's gains scaled to the number of classes and the training image size, as train.py does.

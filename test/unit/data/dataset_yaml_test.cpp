@@ -60,6 +60,11 @@ TEST_CASE("YAML mistakes name the file and the key", "[dataset_yaml]") {
   write_text(root / "bad.yaml", "train: [a,\n");
   CHECK(data_error_of((root / "bad.yaml").string()).find("not valid YAML") != std::string::npos);
   CHECK(data_error_of((root / "absent.yaml").string()).find("no such file") != std::string::npos);
+  // a folder: named as one, with the YAML it holds, or saying none is there
+  fs::create_directories(root / "plain");
+  CHECK(data_error_of((root / "plain").string()).find("is a folder without a dataset YAML") != std::string::npos);
+  CHECK(data_error_of(root.string()).find("is a folder: give its dataset YAML, e.g. data=" + (root / "bad.yaml").string()) !=
+        std::string::npos);
   fs::remove_all(root);
 }
 

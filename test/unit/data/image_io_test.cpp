@@ -6,6 +6,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #endif
+#include <functional>
 #include "catch.h"  // last: see catch.h
 
 using namespace libreyolo::data;
@@ -258,3 +259,80 @@ TEST_CASE("an image over the pixel limit is refused from its header, before its 
   // under the limit, decoding goes on
   CHECK(decode_image_bytes(encode_image(cv::Mat(16, 16, CV_8UC3, cv::Scalar(1, 2, 3)), ".jpg")).cols == 16);
 }
+
+#if LIBREYOLO_HAVE_IMGCODECS && !defined(LIBREYOLO_JPEG_ONLY)
+namespace {
+
+// A little-endian TIFF of one 8-bit grey strip whose directory claims width x height: 110 bytes
+// that a decoder would allocate width * height bytes for.
+std::vector<std::uint8_t> tiff_claiming(std::uint32_t width, std::uint32_t height) {
+  std::vector<std::uint8_t> out{'I', 'I', 42, 0, 8, 0, 0, 0};
+  const auto put = [&](std::uint64_t value, int bytes) {
+    for (int k = 0; k < bytes; ++k) out.push_back(static_cast<std::uint8_t>(value >> (8 * k)));
+  };
+  const std::uint32_t entries[][3] = {{256, 4, width}, {257, 4, height}, {258, 3, 8}, {259, 3, 1}, {262, 3, 1},
+                                      {273, 4, 110}, {278, 4, height}, {279, 4, width * height}};
+  put(8, 2);
+  for (const auto& e : entries) {
+    put(e[0], 2);
+    put(e[1], 2);
+    put(1, 4);
+    put(e[2], 4);  // a SHORT sits in the low bytes of the value field
+  }
+  put(0, 4);
+  return out;
+}
+
+// A WebP with only its extended header (VP8X): a canvas of width x height, 30 bytes.
+std::vector<std::uint8_t> webp_claiming(std::uint32_t width, std::uint32_t height) {
+  std::vector<std::uint8_t> out{'R', 'I', 'F', 'F', 22, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8', 'X', 10, 0, 0, 0, 0, 0, 0, 0};
+  for (const std::uint32_t side : {width - 1, height - 1}) {
+    for (int k = 0; k < 3; ++k) out.push_back(static_cast<std::uint8_t>(side >> (8 * k)));
+  }
+  return out;
+}
+
+std::string refusal(const std::function<void()>& read) {
+  try {
+    read();
+  } catch (const CorruptImage& error) {
+    return error.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("TIFF and WebP decompression bombs are refused from their headers, in the scan and the decode", "[image_io]") {
+  const auto folder = fresh_folder("bombs");
+  const std::vector<std::pair<std::string, std::vector<std::uint8_t>>> bombs{
+      {"bomb.tif", tiff_claiming(30000, 30000)}, {"bomb.webp", webp_claiming(16383, 16383)}};
+  const std::vector<std::string> limits{"30000x30000 = 900000000 pixels, over the 89478485-pixel limit",
+                                        "16383x16383 = 268402689 pixels, over the 89478485-pixel limit"};
+  for (std::size_t i = 0; i < bombs.size(); ++i) {
+    const auto& [name, bytes] = bombs[i];
+    INFO(name);
+    write_bytes(folder / name, bytes);
+    CHECK_THAT(refusal([&] { read_image_info(folder / name); }), Catch::Matchers::Contains(limits[i]));
+    CHECK_THAT(refusal([&] { decode_image_bytes(bytes); }), Catch::Matchers::Contains(limits[i]));
+  }
+  // the same headers at a size under the limit go on to OpenCV (which finds no pixels in these)
+  CHECK_THAT(refusal([&] { decode_image_bytes(tiff_claiming(64, 48)); }), !Catch::Matchers::Contains("pixel limit"));
+  // real files of both formats still decode at their size
+  for (const char* extension : {".tiff", ".webp"}) {
+    INFO(extension);
+    std::vector<std::uint8_t> encoded;
+    REQUIRE(cv::imencode(extension, cv::Mat(24, 40, CV_8UC3, cv::Scalar(10, 20, 30)), encoded));
+    write_bytes(folder / (std::string("real") + extension), encoded);
+    const ImageInfo info = read_image_info(folder / (std::string("real") + extension));
+    CHECK(info.width == 40);
+    CHECK(info.height == 24);
+    CHECK(decode_image_bytes(encoded).rows == 24);
+  }
+  // a format whose size no header reader gives (Sun raster here) is refused, not decoded unchecked
+  std::vector<std::uint8_t> sun_raster;
+  REQUIRE(cv::imencode(".ras", cv::Mat(8, 8, CV_8UC3, cv::Scalar(1, 2, 3)), sun_raster));
+  CHECK_THAT(refusal([&] { decode_image_bytes(sun_raster); }), Catch::Matchers::Contains("convert it to JPEG or PNG"));
+  std::filesystem::remove_all(folder);
+}
+#endif

@@ -72,6 +72,15 @@ TEST_CASE("corrupt rows say why", "[labels]") {
   CHECK(reason("0 0.5 0.5 abc 0.2").find("not a number") != std::string::npos);
 }
 
+TEST_CASE("valid UTF-8 a terminal obeys unseen (C1 controls, bidi overrides) is named escaped; other letters stay",
+          "[labels]") {
+  // U+202E (right-to-left override), U+009B (the one-byte CSI), U+2066 (an isolate), then e-acute and a CJK letter
+  const std::string why = reason("ab\xe2\x80\xae" "cd\xc2\x9b" "31m\xe2\x81\xa6" "x\xc3\xa9\xe4\xb8\xad 0 .5 .5 .1 .1\n");
+  INFO(why);
+  CHECK(why.find("'ab\\u{202e}cd\\u{009b}31m\\u{2066}x\xc3\xa9\xe4\xb8\xad' is not a number") != std::string::npos);
+  for (const std::string raw : {"\xe2\x80\xae", "\xc2\x9b", "\xe2\x81\xa6"}) CHECK(why.find(raw) == std::string::npos);
+}
+
 TEST_CASE("binary junk in a label is named escaped: no raw control or invalid UTF-8 bytes", "[labels]") {
   const std::string why = reason(std::string("\x01\xff\x1b[31mjunk\xc3\xa9 0 .5 .5 .1 .1\n", 24));
   INFO(why);

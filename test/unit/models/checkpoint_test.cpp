@@ -2,6 +2,7 @@
 #include "models/checkpoint.h"
 #include "models/torch_file.h"
 #include "models/yolo9/model.h"
+#include "train/checkpoints.h"
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
@@ -257,4 +258,87 @@ TEST_CASE("A checkpoint whose weights hold NaN or infinity is refused, naming th
   bad.set_extra("train_model", tensor_dict(raw));
   write_checkpoint(dir.path / "inf.pt", bad);
   CHECK_THROWS_WITH(read_checkpoint(dir.path / "inf.pt"), Catch::Matchers::Contains("tensor " + name + " holds NaN"));
+}
+
+TEST_CASE("A checkpoint whose optimizer state holds NaN or infinity is refused, naming the state", "[checkpoint]") {
+  TempDir dir;
+  LoadedModel built = load_model("yolox-n", 3);
+  const auto with_optimizer = [&](double lr, const at::Tensor& buffer) {  // a momentum SGD's state, as torch writes it
+    Checkpoint checkpoint = yolox_n_checkpoint(built);
+    c10::impl::GenericDict state(c10::AnyType::get(), c10::AnyType::get());
+    for (std::int64_t i : {0, 17}) {
+      c10::impl::GenericDict entry(c10::StringType::get(), c10::AnyType::get());
+      entry.insert("momentum_buffer", i == 17 ? buffer : at::zeros({4}));
+      state.insert(i, entry);
+    }
+    c10::impl::GenericDict group(c10::StringType::get(), c10::AnyType::get());
+    group.insert("lr", lr);
+    group.insert("momentum", 0.9);
+    c10::impl::GenericList groups(c10::AnyType::get());
+    groups.push_back(group);
+    c10::impl::GenericDict optimizer(c10::StringType::get(), c10::AnyType::get());
+    optimizer.insert("state", state);
+    optimizer.insert("param_groups", groups);
+    checkpoint.set_extra("optimizer", optimizer);
+    return checkpoint;
+  };
+  write_checkpoint(dir.path / "good.pt", with_optimizer(0.01, at::ones({4})));
+  CHECK_NOTHROW(read_checkpoint(dir.path / "good.pt"));
+  at::Tensor poisoned = at::ones({4});
+  poisoned[2] = std::nan("");
+  write_checkpoint(dir.path / "nan.pt", with_optimizer(0.01, poisoned));
+  CHECK_THROWS_WITH(read_checkpoint(dir.path / "nan.pt"),
+                    Catch::Matchers::Contains((dir.path / "nan.pt").string()) &&
+                        Catch::Matchers::Contains("the optimizer's state[17].momentum_buffer holds NaN or infinite values"));
+  write_checkpoint(dir.path / "lr.pt", with_optimizer(INFINITY, at::ones({4})));
+  CHECK_THROWS_WITH(read_checkpoint(dir.path / "lr.pt"), Catch::Matchers::Contains("the optimizer's param_groups[0].lr holds NaN"));
+}
+
+TEST_CASE("A checkpoint's config holds LibreYOLO's types, and reads back from them and from the strings of before",
+          "[checkpoint]") {
+  const std::vector<std::string> arguments{"model=yolo9-t", "data=coco8", "epochs=80", "lr0=5e-4", "single_cls=false",
+                                           "imgsz=320", "mosaic_scale=(0.5,1.5)"};
+  const config::Config config = parse_arguments(config::command_train, arguments);
+  const auto dict = train::checkpoint_config(config).toGenericDict();
+  // bool(config.get("single_cls")) in LibreYOLO's validator: a string 'false' would be true
+  CHECK(dict.at("single_cls").isBool());
+  CHECK_FALSE(dict.at("single_cls").toBool());
+  CHECK(dict.at("epochs").isInt());
+  CHECK(dict.at("epochs").toInt() == 80);
+  CHECK(dict.at("lr0").isDouble());
+  CHECK(dict.at("lr0").toDouble() == 5e-4);
+  CHECK(dict.at("imgsz").isInt());
+  CHECK(dict.at("imgsz").toInt() == 320);
+  REQUIRE(dict.at("mosaic_scale").isList());
+  CHECK(dict.at("mosaic_scale").toListRef()[1].toDouble() == 1.5);
+  CHECK(dict.at("data").toStringRef() == "coco8");
+  CHECK(dict.at("optimizer").isString());
+  CHECK(dict.at("cache").isBool());   // cache=false: LibreYOLO's False
+  CHECK(dict.at("resume").isBool());  // resume=false
+  REQUIRE(dict.contains("eval_max_det"));
+  CHECK(dict.at("eval_max_det").isNone());  // unset: None
+  for (const auto& entry : dict) {  // nothing is left as text that is not text
+    if (!entry.value().isString()) continue;
+    const std::string& text = entry.value().toStringRef();
+    INFO(entry.key().toStringRef() << " = " << text);
+    CHECK((text != "true" && text != "false" && text != "none"));
+  }
+
+  Checkpoint typed;
+  typed.set_extra("config", train::checkpoint_config(config));
+  Checkpoint strings;  // what our checkpoints held before: every value a string
+  c10::impl::GenericDict old(c10::StringType::get(), c10::AnyType::get());
+  old.insert("single_cls", std::string("false"));
+  old.insert("epochs", std::string("80"));
+  old.insert("data", std::string("coco8"));
+  old.insert("mosaic_scale", std::string("[0.5, 1.5]"));
+  strings.set_extra("config", old);
+  const auto a = saved_training_config(typed), b = saved_training_config(strings);
+  for (const char* key : {"single_cls", "epochs", "data"}) {
+    INFO(key);
+    CHECK(a.at(key) == b.at(key));
+  }
+  CHECK(a.at("single_cls") == "false");
+  CHECK(a.at("mosaic_scale") == "(0.5,1.5)");
+  CHECK(saved_training_config(Checkpoint{}).empty());
 }

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <filesystem>
+
 #include "test_util.h"
 #include "catch.h"  // last: see catch.h
 
@@ -60,4 +63,32 @@ TEST_CASE("run files: a surviving rank ends a running status, and gives way to t
   std::filesystem::remove(dir.path / "status.json");
   mark_run_lost(dir.path, "a guess", 1);
   CHECK_FALSE(std::filesystem::exists(dir.path / "status.json"));
+}
+
+TEST_CASE("run files: rank 0 killed mid-epoch: the epoch in progress, the time until now, each rank's words under its name",
+          "[run_files]") {
+  using namespace libreyolo::train;
+  test_util::TempDir dir("run_files_killed");
+  const auto path = dir.path / "status.json";
+  test_util::write_all(path, nlohmann::json{{"state", "running"}, {"epoch", 3}, {"epochs", 10}, {"elapsed_s", 100.0}}.dump());
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() - std::chrono::seconds(5));
+  mark_run_lost(dir.path, "rank 1 of 2 lost contact with another rank", 1);
+  auto status = status_of(dir.path);
+  CHECK(status["epoch"] == 4);  // 3 done when rank 0 last wrote: it was in epoch 4
+  CHECK(status["elapsed_s"].get<double>() >= 104.9);
+  CHECK(status["elapsed_s"].get<double>() < 200);
+
+  mark_run_failed(dir.path, "rank 0 failed with exit code 137; the other ranks were stopped. Its last lines:\n  | epoch 4", 0);
+  status = status_of(dir.path);
+  CHECK(status["message"] == "rank 0 failed with exit code 137; the other ranks were stopped. Its last lines:\n  | epoch 4");
+  CHECK(status["rank1_message"] == "rank 1 of 2 lost contact with another rank");  // not called rank 0's
+  CHECK_FALSE(status.contains("rank0_message"));
+  CHECK(status["epoch"] == 4);  // advanced once, not twice
+
+  // the launcher alone (no surviving rank's word first): the same advance
+  test_util::write_all(path, nlohmann::json{{"state", "running"}, {"epoch", 10}, {"epochs", 10}, {"elapsed_s", 7.0}}.dump());
+  mark_run_failed(dir.path, "rank 0 failed", 0);
+  status = status_of(dir.path);
+  CHECK(status["epoch"] == 10);  // never past the last epoch
+  CHECK(status["elapsed_s"].get<double>() >= 7.0);
 }
