@@ -194,6 +194,7 @@ int spawn_ranks(const std::vector<std::string>& argv, const SpawnOptions& option
 
   int forwarded = 0;
   std::vector<const Rank*> failures;  // in the order the launcher saw them end with an error
+  const Rank* first_stopped = nullptr;  // the first to exit by itself on a stop signal
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
   bool killed = false;
   const auto signal_all = [&](int signal) {
@@ -228,6 +229,7 @@ int spawn_ranks(const std::vector<std::string>& argv, const SpawnOptions& option
       // next step, or lose contact and fail by themselves). One killed by the signal before its
       // handler was set ends by the signal instead, and that is a failure.
       r.stopped_on_signal = WIFEXITED(status) && is_stop_code(r.exit_code);
+      if (r.stopped_on_signal && first_stopped == nullptr) first_stopped = &r;  // the rank the signal came to
       drain(r, options.tail_lines);  // what it wrote last; a leftover child of its own may hold the pipe open
       if (r.output >= 0) {
         if (!r.partial.empty()) emit(r, r.partial, options.tail_lines);
@@ -271,10 +273,10 @@ int spawn_ranks(const std::vector<std::string>& argv, const SpawnOptions& option
     for (const auto& r : ranks) if (r.exit_code != 0) return r.exit_code;
     return 128 + forwarded;
   }
-  for (const auto& r : ranks) {
-    if (!r.stopped_on_signal) continue;
-    fmt::print(stderr, "libreyolo: rank {} received {}: the ranks saved and stopped together\n", r.rank, signal_name(r.exit_code - 128));
-    return r.exit_code;
+  if (first_stopped != nullptr) {
+    fmt::print(stderr, "libreyolo: rank {} received {}: the ranks saved and stopped together\n", first_stopped->rank,
+               signal_name(first_stopped->exit_code - 128));
+    return first_stopped->exit_code;
   }
   for (const auto& r : ranks) if (r.exit_code != 0) return r.exit_code;
   return 0;

@@ -16,7 +16,8 @@ expect_in "$WORK/out" "train"
 # every command lists its keys under --help, as the top-level help promises
 for command in val predict info; do
   expect_exit 0 $command --help
-  expect_in "$WORK/out" "conf="
+  expect_in "$WORK/out" "usage: libreyolo $command key=value"
+  expect_in "$WORK/out" "imgsz="
 done
 expect_exit 0 val -h
 expect_in "$WORK/out" "split="

@@ -55,7 +55,7 @@ int summary_command(const nlohmann::ordered_json& p, const fs::path& file, bool 
     return 0;
   }
   const fs::path timeline = file.parent_path() / "timeline.html";
-  fmt::print("{}", profile::format_report(p, fs::exists(timeline) ? timeline.string() : "", p.value("trace", "")));
+  fmt::print("{}", profile::format_report(p, fs::exists(timeline) ? timeline.string() : "", p.contains("trace") && p["trace"].is_string() ? p["trace"].get<std::string>() : std::string()));
   return 0;
 }
 

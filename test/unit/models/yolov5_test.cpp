@@ -95,6 +95,7 @@ at::Tensor rows_of(const at::Tensor& rows, std::int64_t first, std::int64_t coun
 
 TEST_CASE("YOLOv5's loss on two ranks with unequal match counts averages to one process's over the global batch",
           "[yolov5]") {
+  using namespace libreyolo::models::yolov5;
   at::manual_seed(3);
   const std::vector<at::Tensor> full = yolov5_maps(4);
   // rank 0 holds images 0-1 (8 boxes, two of them on one cell), rank 1 images 2-3 (2 boxes): the
