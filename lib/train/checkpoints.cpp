@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 namespace libreyolo::train {
 
 namespace {
@@ -16,7 +18,12 @@ c10::IValue python_value(const config::OptionSpec& spec, const config::Value& va
   if (std::holds_alternative<std::monostate>(value)) return c10::IValue();
   if (const auto* flag = std::get_if<bool>(&value)) return *flag;
   if (const auto* whole = std::get_if<std::int64_t>(&value)) return *whole;
-  if (const auto* real = std::get_if<double>(&value)) return *real;
+  if (const auto* real = std::get_if<double>(&value)) {
+    // a whole number as Python's int: LibreYOLO declares some of our real keys int (warmup_epochs),
+    // and an int is a float wherever it declares float
+    if (std::isfinite(*real) && *real == std::trunc(*real) && std::abs(*real) < 1e15) return static_cast<std::int64_t>(*real);
+    return *real;
+  }
   if (const auto* pair = std::get_if<config::RealPair>(&value)) {
     return c10::List<double>({pair->first, pair->second});
   }

@@ -38,6 +38,12 @@ expect_exit 0 train $C single_cls=true name=onecls
 expect_exit 0 info model=runs/onecls/weights/last.pt --json
 expect_in "$WORK/out" '"nc":1'
 expect_in runs/onecls/train.log "item"
+# val reads single_cls from the checkpoint's config (as LibreYOLO's validator), and names it when
+# the class counts disagree because of it
+expect_exit 0 val model=runs/onecls/weights/last.pt data=ds/data.yaml imgsz=64
+expect_in "$WORK/err" "the checkpoint was trained with single_cls=true: validating with the"
+expect_exit 4 val model=runs/single/weights/last.pt data=ds/data.yaml imgsz=64 single_cls=true
+expect_in "$WORK/err" "(single_cls=true merges the dataset's classes into one"
 
 # pretrained=path: every tensor of the same architecture transfers; a missing file is exit 4
 expect_exit 0 train $C pretrained=runs/single/weights/last.pt name=transfer

@@ -74,6 +74,11 @@ def main():
             tensors[f"{case}.map{level}"] = m.detach().contiguous()
             tensors[f"{case}.map_grad{level}"] = m.grad.contiguous()
         tcls, tbox, indices, anchors = compute.build_targets(maps, targets)
+        # matches that share a cell (boxes of one image, one anchor): yolov5's tobj[b, a, gj, gi] = iou
+        # leaves the last one's IoU there, the rule ours follows; the case must hold some
+        shared = sum(len(b) - len({(int(x), int(y), int(j), int(i)) for x, y, j, i in zip(b, a, gj, gi)})
+                     for b, a, gj, gi in indices)
+        assert shared > 0, f"{case}: no two matches share a cell; the duplicate rule goes unchecked"
         for level in range(nl):
             b, a, gj, gi = indices[level]
             tensors[f"{case}.match{level}"] = torch.stack([b, a, gj, gi, tcls[level]]).contiguous()

@@ -16,7 +16,8 @@ YOLOv7 and RTMDet, validated in the top-left corner of the square).
                                     `libreyolo train`) on DIR/ds.yaml, into OUT: C++ writes, Python reads.
     rtdetr_val.py DIR interop CKPT OURS KIND   KIND plain or single: a checkpoint of our training
                                     as LibreYOLO reads its `config`: its CLI `libreyolo val --json`
-                                    gives our mAP (to its 4 decimals) and collapses the classes
+                                    gives our mAP (to its 4 decimals and the tie order,
+                                    TIED_MAP_TOLERANCE) and collapses the classes
                                     exactly when KIND is single (config single_cls); its val()
                                     without data= validates on the config's data to our mAP; and
                                     the train arguments its resume restores from the config have
@@ -26,6 +27,7 @@ YOLOv7 and RTMDet, validated in the top-left corner of the square).
                                     PREDICTIONS our predictions.json. Same detections per image (boxes to 1e-3 px,
                                     scores to 1e-5) and the same mAP50 and mAP50-95 (to 1e-6).
                                     Measured: boxes within 1e-4 px, scores equal, mAP equal.
+                                    trained: mAP50 above 0.1, and equal within TIED_MAP_TOLERANCE.
 
 Fails when torch or libreyolo cannot be imported (the shell wrapper skips, 77, only without the venv).
 """
@@ -292,7 +294,7 @@ def interop(work, checkpoint, ours_path, kind):
         failures.append(f"libreyolo val (its CLI) exited {run.returncode}: {result}")
     else:
         for key, theirs in (("mAP50", result["metrics"]["mAP50"]), ("mAP50-95", result["metrics"]["mAP50_95"])):
-            if abs(ours[f"metrics/{key}"] - theirs) > 5.1e-5:  # the CLI rounds to 4 decimals
+            if abs(ours[f"metrics/{key}"] - theirs) > TIED_MAP_TOLERANCE + 5e-5:  # ties; the CLI rounds to 4 decimals
                 failures.append(f"CLI {key}: ours {ours[f'metrics/{key}']:.6f}, libreyolo val {theirs:.4f}")
         print(f"CLI: mAP50 {result['metrics']['mAP50']:.4f} mAP50-95 {result['metrics']['mAP50_95']:.4f}")
     collapsed = "collapsing" in run.stderr
@@ -303,7 +305,7 @@ def interop(work, checkpoint, ours_path, kind):
     model = LibreYOLO(str(checkpoint), device="cpu")
     api = model.val(imgsz=IMGSZ, batch=4, workers=0, plots=False, verbose=False, device="cpu",
                     project=str(work / "api"), name=kind, exist_ok=True)
-    if abs(api["metrics/mAP50-95"] - ours["metrics/mAP50-95"]) > 1e-6:
+    if abs(api["metrics/mAP50-95"] - ours["metrics/mAP50-95"]) > TIED_MAP_TOLERANCE:
         failures.append(f"val() on the config's data: mAP50-95 {api['metrics/mAP50-95']:.6f}, ours "
                         f"{ours['metrics/mAP50-95']:.6f}")
     # 3. the train arguments its resume restores, typed as the family's TrainConfig declares them
@@ -325,13 +327,20 @@ def interop(work, checkpoint, ours_path, kind):
     sys.exit(1 if failures else 0)
 
 
-def check(expected_path, ours_path, predictions_path, informative):
+# Equal detections may still score a different mAP where scores tie exactly: a convolutional
+# network scores the flat padding of a letterbox alike at many places, and the order the two lists
+# give such ties decides COCOeval's matching. Measured on YOLOX-s trained two steps from the
+# fixture: the same detections (boxes 3e-5 px, scores equal), mAP50 0.388104 ours, 0.387766 LibreYOLO.
+TIED_MAP_TOLERANCE = 1e-3
+
+
+def check(expected_path, ours_path, predictions_path, informative, map_tolerance=1e-6):
     expected = json.loads(pathlib.Path(expected_path).read_text())
     ours = json.loads(pathlib.Path(ours_path).read_text())
     predictions = json.loads(pathlib.Path(predictions_path).read_text())
     failures = []
     for key in ("mAP50", "mAP50-95"):
-        if abs(ours[f"metrics/{key}"] - expected[key]) > 1e-6:
+        if abs(ours[f"metrics/{key}"] - expected[key]) > map_tolerance:
             failures.append(f"{key}: ours {ours[f'metrics/{key}']:.6f}, libreyolo {expected[key]:.6f}")
     if informative and not expected["mAP50"] > informative:
         failures.append(f"the fixture's mAP50 is {expected['mAP50']}: too low to tell anything")
@@ -377,7 +386,8 @@ if __name__ == "__main__":
     if sys.argv[2] == "check":  # check EXPECTED OURS_JSON OURS_PREDICTIONS [any-map|trained]
         mode = sys.argv[6] if len(sys.argv) > 6 else ""
         # trained: the fixture's weights after a step too small to move them (its mAP50 above 0.1)
-        check(sys.argv[3], sys.argv[4], sys.argv[5], informative={"any-map": 0, "trained": 0.1}.get(mode, 0.3))
+        check(sys.argv[3], sys.argv[4], sys.argv[5], informative={"any-map": 0, "trained": 0.1}.get(mode, 0.3),
+              map_tolerance=TIED_MAP_TOLERANCE if mode == "trained" else 1e-6)
     elif sys.argv[2] == "interop":  # interop CHECKPOINT OURS_JSON plain|single
         interop(directory, pathlib.Path(sys.argv[3]), sys.argv[4], sys.argv[5])
     elif sys.argv[2] == "reference":  # reference CHECKPOINT OUT

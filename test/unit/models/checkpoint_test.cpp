@@ -307,6 +307,7 @@ TEST_CASE("A checkpoint's config holds LibreYOLO's types, and reads back from th
   CHECK(dict.at("epochs").toInt() == 80);
   CHECK(dict.at("lr0").isDouble());
   CHECK(dict.at("lr0").toDouble() == 5e-4);
+  CHECK(dict.at("warmup_epochs").isInt());  // a whole number: LibreYOLO's int (its TrainConfig declares it so)
   CHECK(dict.at("imgsz").isInt());
   CHECK(dict.at("imgsz").toInt() == 320);
   REQUIRE(dict.at("mosaic_scale").isList());
