@@ -304,8 +304,8 @@ std::optional<Size> header_size(const std::vector<std::uint8_t>& bytes) {
 void check_header_size(const std::vector<std::uint8_t>& bytes) {
   const auto size = header_size(bytes);
   if (!size) {
-    throw CorruptImage("an image format whose size cannot be read from its header (or a damaged header), so it is not "
-                       "decoded: convert it to JPEG or PNG");
+    throw CorruptImage("cannot identify image file: not JPEG, PNG, BMP, TIFF, WebP or PNM/PFM with a readable header (a "
+                       "format whose size cannot be read before decoding is not decoded): convert it to JPEG or PNG");
   }
   if (size->first <= 0 || size->second <= 0) throw CorruptImage(fmt::format("the header gives a {}x{} image", size->first, size->second));
   check_pixel_limit(size->first, size->second);

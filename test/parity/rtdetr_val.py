@@ -251,6 +251,12 @@ def reference(work, checkpoint, out):
           f"{len(predictions)} detections")
 
 
+def exit_with(failures):
+    for failure in failures:
+        print("FAIL:", failure)
+    sys.exit(1 if failures else 0)
+
+
 def strict_types(config_class, values):
     """The values whose Python type is not the one `config_class` (a dataclass) declares."""
     import dataclasses  # noqa: PLC0415
@@ -322,9 +328,7 @@ def interop(work, checkpoint, ours_path, kind):
         failures.append(f"{config_class.__name__} from the restored arguments: {type(error).__name__}: {error}")
     print(f"interop {kind}: {len(restored)} train arguments restored into {config_class.__name__}, "
           f"classes {'collapsed' if collapsed else 'kept'}")
-    for failure in failures:
-        print("FAIL:", failure)
-    sys.exit(1 if failures else 0)
+    exit_with(failures)
 
 
 # Equal detections may still score a different mAP where scores tie exactly: a convolutional
@@ -376,9 +380,7 @@ def check(expected_path, ours_path, predictions_path, informative, map_tolerance
             failures.append(f"{stem}: boxes differ by {worst_box:.2e} px")
     print(f"mAP50 ours {ours['metrics/mAP50']:.6f} libreyolo {expected['mAP50']:.6f}; "
           f"mAP50-95 ours {ours['metrics/mAP50-95']:.6f} libreyolo {expected['mAP50-95']:.6f}")
-    for failure in failures:
-        print("FAIL:", failure)
-    sys.exit(1 if failures else 0)
+    exit_with(failures)
 
 
 if __name__ == "__main__":
