@@ -1,5 +1,6 @@
 # Stop signals at awkward moments: during validation the epoch is validated, saved and the run
-# stops with 143; a second Ctrl-C exits at once instead of waiting for the save.
+# stops with 143; during the final epoch's last batch the epoch still ends and the run is complete;
+# a second Ctrl-C exits at once instead of waiting for the save, and says whether a last.pt exists.
 . "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1
 "$LIBREYOLO" data synth out=ds synth_images=8 synth_val_images=60 synth_size=320 quiet=true >/dev/null 2>&1 || { echo "synth failed"; exit 1; }
