@@ -22,13 +22,9 @@ namespace libreyolo::cli {
 
 namespace {
 
-// The training configuration a checkpoint file carries (empty for an architecture name, a
-// .safetensors file or a checkpoint without one).
-std::map<std::string, std::string> trained_with(const std::string& model) {
-  const std::filesystem::path path(model);
+bool is_checkpoint_file(const std::string& model) {
   std::error_code error;
-  if (path.extension() != ".pt" || !std::filesystem::is_regular_file(path, error)) return {};
-  return models::saved_training_config(models::read_checkpoint(path));
+  return std::filesystem::path(model).extension() == ".pt" && std::filesystem::is_regular_file(model, error);
 }
 
 }  // namespace
@@ -40,7 +36,13 @@ int run_val(const Arguments& arguments) {
   }
   const auto config = models::parse_arguments(config::command_val, arguments);
   log::set_quiet(config.get_bool("quiet"));
-  const auto trained = trained_with(config.get_text("model"));
+  // a checkpoint file is read once, before the data: its training configuration may name the data
+  // and single_cls (its own class count wins over the data's anyway)
+  std::optional<models::Checkpoint> saved;
+  std::optional<models::LoadedModel> loading;
+  if (is_checkpoint_file(config.get_text("model"))) loading = models::load_model(config.get_text("model"), 1, &saved);
+  const auto trained = saved ? models::saved_training_config(*saved) : std::map<std::string, std::string>();
+  saved.reset();
   std::string data = config.get_text("data");
   if (data.empty() && trained.contains("data") && trained.at("data") != "none" && !trained.at("data").empty()) {
     data = trained.at("data");  // as LibreYOLO's val(): the data the checkpoint was trained on
@@ -59,7 +61,8 @@ int run_val(const Arguments& arguments) {
   if (single_class) spec.merge_classes();
   const std::string split = config.get_text("split");
   if (spec.split(split).empty()) throw DataError(fmt::format("{}: no '{}' split", spec.yaml_file.string(), split));
-  auto loaded = models::load_model(config.get_text("model"), spec.class_count());
+  if (!loading) loading = models::load_model(config.get_text("model"), spec.class_count());
+  models::LoadedModel& loaded = *loading;
   if (loaded.class_count != spec.class_count()) {
     throw ModelError(fmt::format("{} predicts {} classes but {} has {}{}", config.get_text("model"), loaded.class_count,
                                  spec.yaml_file.string(), spec.class_count(),
