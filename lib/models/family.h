@@ -39,6 +39,7 @@ struct LossGains {
   int world_size = 1;                      // data-parallel processes (YOLOv5 multiplies its loss by them)
   std::int64_t classes = 80;               // the dataset's (a set loss scores every class)
   GlobalNormaliser global_normaliser{};  // data-parallel training: the global batch's normaliser
+  GlobalShare global_share{};            // data-parallel training: a count's global sum / world size
 };
 
 // A family's training loss with its state (YOLOX turns its L1 term on for the last epochs).

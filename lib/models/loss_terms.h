@@ -18,6 +18,11 @@ namespace libreyolo::models {
 // process's over the same samples. Empty in a single process.
 using GlobalNormaliser = std::function<at::Tensor(const at::Tensor& local)>;
 
+// A per-rank count's global-batch sum divided by the world size, unclamped (a normaliser's raw
+// form: D-FINE's distillation weighs matched and unmatched edges by their global counts). Empty in
+// a single process.
+using GlobalShare = std::function<at::Tensor(const at::Tensor& local)>;
+
 inline at::Tensor loss_normaliser(const at::Tensor& local, const GlobalNormaliser& global) {
   return global ? global(local) : local.clamp_min(1.0);
 }

@@ -8,12 +8,22 @@
 #include <ATen/Tensor.h>
 #include <torch/nn/module.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace libreyolo::models {
+
+// Where a data-parallel rank's batch sits in the global batch: the sampler deals the global batch
+// out in turn, so rank r's image j is the global batch's image r + world_size * j. `global_max`
+// gives the largest of a value over the ranks (every rank calls it, at the same point of the step).
+// A single process keeps the defaults (no function: its own batch is the global one).
+struct BatchShare {
+  int rank = 0, world_size = 1;
+  std::function<std::int64_t(std::int64_t)> global_max;
+};
 
 struct DetectionModel {
   std::string display_name;  // "YOLOv9-t", "YOLOX-s"
@@ -25,6 +35,9 @@ struct DetectionModel {
   // training outputs, as the family's loss takes them. Empty: the YOLO heads, trained on forward's
   // (or forward_aux's) maps.
   std::function<std::vector<at::Tensor>(const at::Tensor&, const TargetBatch&)> forward_train;
+  // What forward_train needs of the global batch in data-parallel training (the trainer fills it;
+  // the closures above share it).
+  std::shared_ptr<BatchShare> batch_share = std::make_shared<BatchShare>();
   // forward_train split where a CUDA graph's region ends (Family::graph_region() backbone_encoder):
   // `run` is the region (tensors in, tensors out), `modules` hold its parameters and buffers,
   // `rest` finishes the training forward from the input, the region's outputs and the targets.

@@ -301,17 +301,30 @@ void set_up_model(Training& t) {
     }
   }
   models::GlobalNormaliser global_normaliser;
+  models::GlobalShare global_share;
   if (t.place.dist) {
     global_normaliser = [dist = t.place.dist](const at::Tensor& local) {
       at::Tensor total = local.detach().to(at::kFloat).clone();
       dist->sum(total);
       return total.clamp_min(1.0) / dist->world_size();
     };
+    global_share = [dist = t.place.dist](const at::Tensor& local) {
+      at::Tensor total = local.detach().to(at::kFloat).clone();
+      dist->sum(total);
+      return total / dist->world_size();
+    };
+    *model.batch_share = {.rank = t.place.dist->rank(), .world_size = t.place.dist->world_size(),
+                          .global_max = [dist = t.place.dist](std::int64_t local) {
+                            at::Tensor value = at::scalar_tensor(static_cast<double>(local), at::kDouble);
+                            dist->max(value);
+                            return static_cast<std::int64_t>(value.item<double>());
+                          }};
   }
   t.net.loss = t.net.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl"),
                                         .obj = config.get_real("obj"), .anchor_t = config.get_real("anchor_t"),
                                         .image_size = t.inputs.image_size, .world_size = t.place.world_size(),
-                                        .classes = t.inputs.class_count, .global_normaliser = global_normaliser});
+                                        .classes = t.inputs.class_count, .global_normaliser = global_normaliser,
+                                        .global_share = global_share});
 }
 
 void set_up_optimizer(Training& t, const TrainState& state) {

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace libreyolo::models::detr {
 
@@ -14,7 +15,7 @@ at::Tensor inverse_sigmoid(const at::Tensor& x, double eps) {
 }
 
 std::pair<std::int64_t, std::int64_t> denoising_shape(const std::vector<std::int64_t>& counts, const DenoisingOptions& options) {
-  const std::int64_t most = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
+  const std::int64_t most = std::max(options.most_targets, counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end()));
   if (options.denoising <= 0 || most == 0) return {0, 0};
   const std::int64_t groups = std::max<std::int64_t>(1, options.denoising / most);
   return {most * 2 * groups, groups};
@@ -27,6 +28,15 @@ DenoisingNoise draw_denoising_noise(std::int64_t images, std::int64_t count, std
   noise.sign_bit = at::randint(0, 2, {images, count, 4}, generator, at::kFloat);
   noise.box_uniform = at::rand({images, count, 4}, generator, at::kFloat);
   return noise;
+}
+
+DenoisingNoise draw_denoising_noise_share(std::int64_t images, std::int64_t count, std::int64_t classes, at::Generator generator,
+                                          int rank, int world_size) {
+  if (world_size <= 1) return draw_denoising_noise(images, count, classes, std::move(generator));
+  const DenoisingNoise global = draw_denoising_noise(images * world_size, count, classes, std::move(generator));
+  const at::Tensor rows = at::arange(rank, images * world_size, world_size, at::kLong);
+  return {global.label_uniform.index_select(0, rows), global.random_label.index_select(0, rows),
+          global.sign_bit.index_select(0, rows), global.box_uniform.index_select(0, rows)};
 }
 
 DenoisingQueries make_denoising_queries(const DetrTargets& targets, const DenoisingOptions& options, const DenoisingNoise& noise) {

@@ -20,6 +20,9 @@ struct DenoisingOptions {
   double label_noise = 0.5;
   double box_noise = 1.0;
   bool mirror_negative = false;  // D-FINE and DEIM: a noised box's negative coordinates made positive
+  // Target slots per image, at least (0: the batch's most). Data-parallel training passes the global
+  // batch's most, so that every rank builds the groups one process builds for the whole batch.
+  std::int64_t most_targets = 0;
 };
 
 // The draws, shaped [B, D] for labels and [B, D, 4] for boxes (D = 2 * groups * the most targets):
@@ -45,6 +48,13 @@ std::pair<std::int64_t, std::int64_t> denoising_shape(const std::vector<std::int
 
 // Draws the noise from `generator` (the training run's seeded CPU generator), on the CPU.
 DenoisingNoise draw_denoising_noise(std::int64_t images, std::int64_t count, std::int64_t classes, at::Generator generator);
+
+// Rank `rank`'s rows of the global batch's noise (rows rank, rank + world_size, ...: the images the
+// sampler dealt it), drawn for `images` per rank; one process (world_size 1) draws its own batch's.
+// Every rank draws the whole global batch's, so the generators of all ranks advance alike and each
+// image gets the noise one process gives it.
+DenoisingNoise draw_denoising_noise_share(std::int64_t images, std::int64_t count, std::int64_t classes, at::Generator generator,
+                                          int rank, int world_size);
 
 // The queries; none (count 0) when the batch has no target or options.denoising is 0.
 DenoisingQueries make_denoising_queries(const DetrTargets& targets, const DenoisingOptions& options, const DenoisingNoise& noise);

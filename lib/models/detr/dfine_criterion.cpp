@@ -115,7 +115,7 @@ struct Level {
 
 void local_terms(std::vector<std::pair<std::string, at::Tensor>>& terms, const std::string& suffix, const Level& level,
                  const Matched& m, const at::Tensor& normaliser, const at::Tensor& up, const at::Tensor& reg_scale,
-                 const DfineCriterionOptions& options, LocalState& state) {
+                 const DfineCriterionOptions& options, LocalState& state, const GlobalShare& share) {
   const StepPart part("fdr_loss");  // the distribution losses, a named phase in the profiler
   const std::int64_t bins = options.reg_max + 1;
   const at::Tensor predicted = level.corners.index({m.image, m.query}).reshape({-1, bins});
@@ -143,15 +143,30 @@ void local_terms(std::vector<std::pair<std::string, at::Tensor>>& terms, const s
     const double t = options.temperature;
     const at::Tensor divergence = at::kl_div(at::log_softmax(all / t, 1), at::softmax(teacher.detach() / t, 1), at::Reduction::None);
     const at::Tensor per_edge = confidence * (t * t) * divergence.sum(-1);
-    if (!level.denoising) {
-      const double batch_scale = 8.0 / static_cast<double>(level.boxes.size(0));
-      state.positives = (mask.sum() * batch_scale).pow(0.5);
-      state.negatives = ((~mask).sum() * batch_scale).pow(0.5);
+    at::Tensor matched, unmatched;
+    if (!share) {  // one process: the reference's arithmetic
+      if (!level.denoising) {
+        const double batch_scale = 8.0 / static_cast<double>(level.boxes.size(0));
+        state.positives = (mask.sum() * batch_scale).pow(0.5);
+        state.negatives = ((~mask).sum() * batch_scale).pow(0.5);
+      }
+      const at::Tensor zero = at::zeros({}, per_edge.options());
+      matched = mask.any().item<bool>() ? per_edge.index({mask}).mean() : zero;
+      unmatched = (~mask).any().item<bool>() ? per_edge.index({~mask}).mean() : zero;
+    } else {
+      // data-parallel: the matched and unmatched edges' and the images' counts over the global
+      // batch (each / world size), one collective; each rank's sums over them, averaged by the
+      // gradient's all-reduce, give one process's means
+      const at::Tensor images = at::scalar_tensor(static_cast<double>(level.boxes.size(0)), mask.sum().options().dtype(at::kFloat));
+      const at::Tensor counts = share(at::stack({mask.sum().to(at::kFloat), (~mask).sum().to(at::kFloat), images}));
+      if (!level.denoising) {
+        state.positives = (counts[0] * 8.0 / counts[2]).pow(0.5);
+        state.negatives = (counts[1] * 8.0 / counts[2]).pow(0.5);
+      }
+      matched = per_edge.masked_select(mask).sum() / counts[0].clamp_min(1e-12);  // no edge: a sum of none, 0
+      unmatched = per_edge.masked_select(~mask).sum() / counts[1].clamp_min(1e-12);
     }
     if (!state.positives.defined()) throw RuntimeError("D-FINE loss: a denoising level's DDF before any matching level's");
-    const at::Tensor zero = at::zeros({}, per_edge.options());
-    const at::Tensor matched = mask.any().item<bool>() ? per_edge.index({mask}).mean() : zero;
-    const at::Tensor unmatched = (~mask).any().item<bool>() ? per_edge.index({~mask}).mean() : zero;
     ddf = (matched * state.positives + unmatched * state.negatives) / (state.positives + state.negatives);
   }
   terms.emplace_back("loss_ddf" + suffix, ddf * options.ddf_weight);
@@ -160,7 +175,7 @@ void local_terms(std::vector<std::pair<std::string, at::Tensor>>& terms, const s
 void level_terms(std::vector<std::pair<std::string, at::Tensor>>& terms, const std::string& suffix, const Level& level,
                  const DetrTargets& targets, const ImageMatches& own, const ImageMatches& shared, const at::Tensor& boxes_normaliser,
                  const at::Tensor& shared_normaliser, const at::Tensor& up, const at::Tensor& reg_scale,
-                 const DfineCriterionOptions& options, LocalState& state) {
+                 const DfineCriterionOptions& options, LocalState& state, const GlobalShare& share) {
   const Matched own_matched = gather(own, targets);
   terms.emplace_back((options.mal ? "loss_mal" : "loss_vfl") + suffix,
                      varifocal(level.logits, level.boxes, own_matched, boxes_normaliser, options) * options.vfl_weight);
@@ -168,7 +183,7 @@ void level_terms(std::vector<std::pair<std::string, at::Tensor>>& terms, const s
   const auto [l1, giou] = box_terms(level.boxes, matched, shared_normaliser);
   terms.emplace_back("loss_bbox" + suffix, l1 * options.l1_weight);
   terms.emplace_back("loss_giou" + suffix, giou * options.giou_weight);
-  if (level.corners.defined()) local_terms(terms, suffix, level, matched, shared_normaliser, up, reg_scale, options, state);
+  if (level.corners.defined()) local_terms(terms, suffix, level, matched, shared_normaliser, up, reg_scale, options, state, share);
 }
 
 Level fdr_level(const FdrLevel& level) {
@@ -256,7 +271,7 @@ FdrTargets fdr_targets(const at::Tensor& points, const at::Tensor& boxes, std::i
 std::vector<std::pair<std::string, at::Tensor>> dfine_loss_terms(const DfineOutputs& outputs, const DetrTargets& targets,
                                                                  const at::Tensor& up, const at::Tensor& reg_scale,
                                                                  const DfineCriterionOptions& options,
-                                                                 const GlobalNormaliser& normaliser) {
+                                                                 const GlobalNormaliser& normaliser, const GlobalShare& share) {
   // the levels in the reference's order: the last layer, the earlier ones, pre, the encoder's
   Level last = fdr_level(outputs.last);
   std::vector<Level> auxiliary;
@@ -287,14 +302,15 @@ std::vector<std::pair<std::string, at::Tensor>> dfine_loss_terms(const DfineOutp
 
   std::vector<std::pair<std::string, at::Tensor>> terms;
   LocalState state;
-  level_terms(terms, "", last, targets, matches[0], shared, boxes, shared_boxes, up, reg_scale, options, state);
+  level_terms(terms, "", last, targets, matches[0], shared, boxes, shared_boxes, up, reg_scale, options, state, share);
   for (std::size_t i = 0; i < auxiliary.size(); ++i) {
     level_terms(terms, fmt::format("_aux_{}", i), auxiliary[i], targets, matches[1 + i], shared, boxes, shared_boxes, up, reg_scale,
-                options, state);
+                options, state, share);
   }
-  level_terms(terms, "_pre", pre, targets, matches[1 + auxiliary.size()], shared, boxes, shared_boxes, up, reg_scale, options, state);
+  level_terms(terms, "_pre", pre, targets, matches[1 + auxiliary.size()], shared, boxes, shared_boxes, up, reg_scale, options,
+              state, share);
   level_terms(terms, "_enc_0", encoder, targets, matches[2 + auxiliary.size()], shared, boxes, shared_boxes, up, reg_scale, options,
-              state);
+              state, share);
   if (!outputs.denoising.empty()) {
     const ImageMatches denoising = denoising_matches(outputs.denoising_match, targets.counts);
     const at::Tensor denoising_boxes = outputs.denoising_match.groups > 0 ? boxes * outputs.denoising_match.groups : count(1.0);
@@ -305,20 +321,20 @@ std::vector<std::pair<std::string, at::Tensor>> dfine_loss_terms(const DfineOutp
       level.teacher_corners = teacher.corners;
       level.teacher_logits = teacher.logits;
       level_terms(terms, fmt::format("_dn_{}", i), level, targets, denoising, denoising, denoising_boxes, denoising_boxes, up,
-                  reg_scale, options, state);
+                  reg_scale, options, state, share);
     }
     Level level = plain_level(outputs.denoising_pre);
     level.denoising = true;
     level_terms(terms, "_dn_pre", level, targets, denoising, denoising, denoising_boxes, denoising_boxes, up, reg_scale, options,
-                state);
+                state, share);
   }
   for (auto& [name, value] : terms) value = at::nan_to_num(value, 0.0);
   return terms;
 }
 
 LossTerms dfine_loss(const DfineOutputs& outputs, const DetrTargets& targets, const at::Tensor& up, const at::Tensor& reg_scale,
-                     const DfineCriterionOptions& options, const GlobalNormaliser& normaliser) {
-  const auto terms = dfine_loss_terms(outputs, targets, up, reg_scale, options, normaliser);
+                     const DfineCriterionOptions& options, const GlobalNormaliser& normaliser, const GlobalShare& share) {
+  const auto terms = dfine_loss_terms(outputs, targets, up, reg_scale, options, normaliser, share);
   LossTerms result;
   std::map<std::string, at::Tensor> parts;
   const auto add = [](at::Tensor& sum, const at::Tensor& term) { sum = sum.defined() ? sum + term : term; };

@@ -52,15 +52,17 @@ FdrTargets fdr_targets(const at::Tensor& points, const at::Tensor& targets, std:
 
 // Every weighted term under the reference's name (loss_vfl, loss_bbox, loss_giou, loss_fgl, and
 // loss_ddf where a level has a teacher; suffixes _aux_<i>, _pre, _enc_0, _dn_<i>, _dn_pre), NaN
-// read as 0. `up` and `reg_scale`: the decoder's.
+// read as 0. `up` and `reg_scale`: the decoder's. Data-parallel training passes `normaliser` (the
+// global box counts) and `share` (the distillation's global edge and image counts), so that the
+// ranks' averaged gradients equal one process's over the global batch.
 std::vector<std::pair<std::string, at::Tensor>> dfine_loss_terms(const DfineOutputs& outputs, const DetrTargets& targets,
                                                                  const at::Tensor& up, const at::Tensor& reg_scale,
                                                                  const DfineCriterionOptions& options,
-                                                                 const GlobalNormaliser& normaliser = {});
+                                                                 const GlobalNormaliser& normaliser = {}, const GlobalShare& share = {});
 
 // The total, and its parts summed over the levels as LibreYOLO shows them: vfl (DEIM: mal), bbox,
 // giou, fgl, ddf.
 LossTerms dfine_loss(const DfineOutputs& outputs, const DetrTargets& targets, const at::Tensor& up, const at::Tensor& reg_scale,
-                     const DfineCriterionOptions& options, const GlobalNormaliser& normaliser = {});
+                     const DfineCriterionOptions& options, const GlobalNormaliser& normaliser = {}, const GlobalShare& share = {});
 
 }  // namespace libreyolo::models::detr

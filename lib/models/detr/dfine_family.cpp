@@ -75,7 +75,8 @@ namespace {
 
 class DfineLoss final : public TrainingLoss {
  public:
-  DfineLoss(std::int64_t classes, bool mal, const GlobalNormaliser& normaliser) : normaliser_(normaliser) {
+  DfineLoss(std::int64_t classes, bool mal, const GlobalNormaliser& normaliser, const GlobalShare& share)
+      : normaliser_(normaliser), share_(share) {
     options_.classes = classes;
     options_.mal = mal;  // DEIM's criterion (RT-DETRv4's too): MAL (gamma 1.5) in place of VFL
   }
@@ -83,13 +84,14 @@ class DfineLoss final : public TrainingLoss {
     const StepPart part("loss");  // a named phase in the profiler (its matcher's included)
     const PackedDfineOutputs packed = unpack_dfine_outputs(maps);
     return dfine_loss(packed.outputs, detr_targets(targets, packed.width, packed.height), packed.outputs.up,
-                      packed.outputs.reg_scale, options_, normaliser_);
+                      packed.outputs.reg_scale, options_, normaliser_, share_);
   }
   std::string capture_obstacle() const override { return "the Hungarian matcher runs on the host"; }
 
  private:
   DfineCriterionOptions options_;
   GlobalNormaliser normaliser_;
+  GlobalShare share_;
 };
 
 // D-FINE; DEIM: the same network with SiLU heads, MAL and its own recipe; RT-DETRv4: D-FINE's
@@ -118,8 +120,8 @@ class DfineFamily final : public Family {
       return std::vector<at::Tensor>{out.last.logits, out.last.boxes};
     };
     model.forward_raw = [net](const at::Tensor& x) mutable { return pack_dfine_outputs(net->forward(x), x.size(3), x.size(2)); };
-    const auto denoising = [class_count](const at::Tensor& x, const TargetBatch& targets) {
-      return batch_denoising(x, targets, class_count, kQueries, /*mirror_negative=*/true);
+    const auto denoising = [class_count, share = model.batch_share](const at::Tensor& x, const TargetBatch& targets) {
+      return batch_denoising(x, targets, class_count, kQueries, /*mirror_negative=*/true, *share);
     };
     model.forward_train = [net, denoising](const at::Tensor& x, const TargetBatch& targets) mutable {
       const DenoisingQueries queries = denoising(x, targets);
@@ -202,7 +204,7 @@ class DfineFamily final : public Family {
     return {deim_trainer_ ? "mal" : "vfl", "bbox", "giou", "fgl", "ddf"};
   }
   std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override {
-    return std::make_unique<DfineLoss>(gains.classes, deim_trainer_, gains.global_normaliser);
+    return std::make_unique<DfineLoss>(gains.classes, deim_trainer_, gains.global_normaliser, gains.global_share);
   }
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }

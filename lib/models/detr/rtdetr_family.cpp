@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace libreyolo::models::detr {
@@ -65,13 +66,18 @@ DetrTargets detr_targets(const TargetBatch& targets, std::int64_t width, std::in
   return out;
 }
 
-DenoisingQueries batch_denoising(const at::Tensor& x, const TargetBatch& targets, int classes, int queries, bool mirror_negative) {
+DenoisingQueries batch_denoising(const at::Tensor& x, const TargetBatch& targets, int classes, int queries, bool mirror_negative,
+                                 const BatchShare& share) {
   const StepPart part("denoising");  // a named phase in the profiler
   const DetrTargets detr = detr_targets(targets, x.size(3), x.size(2));
-  const DenoisingOptions options{.classes = classes, .queries = queries, .mirror_negative = mirror_negative};
+  DenoisingOptions options{.classes = classes, .queries = queries, .mirror_negative = mirror_negative};
+  if (share.global_max) {
+    const std::int64_t most = detr.counts.empty() ? 0 : *std::max_element(detr.counts.begin(), detr.counts.end());
+    options.most_targets = share.global_max(most);  // every rank, every step: a collective
+  }
   const std::int64_t count = denoising_shape(detr.counts, options).first;
-  const DenoisingNoise noise = draw_denoising_noise(static_cast<std::int64_t>(detr.counts.size()), count, classes,
-                                                    at::detail::getDefaultCPUGenerator());
+  const DenoisingNoise noise = draw_denoising_noise_share(static_cast<std::int64_t>(detr.counts.size()), count, classes,
+                                                          at::detail::getDefaultCPUGenerator(), share.rank, share.world_size);
   return make_denoising_queries(detr, options, noise);
 }
 
@@ -117,8 +123,8 @@ class RtdetrFamily final : public Family {
       return std::vector<at::Tensor>{out.last.logits, out.last.boxes};
     };
     model.forward_raw = [net](const at::Tensor& x) mutable { return pack_outputs(net->forward(x), x.size(3), x.size(2)); };
-    const auto denoising = [class_count](const at::Tensor& x, const TargetBatch& targets) {
-      return batch_denoising(x, targets, class_count, kQueries, /*mirror_negative=*/false);
+    const auto denoising = [class_count, share = model.batch_share](const at::Tensor& x, const TargetBatch& targets) {
+      return batch_denoising(x, targets, class_count, kQueries, /*mirror_negative=*/false, *share);
     };
     model.forward_train = [net, denoising](const at::Tensor& x, const TargetBatch& targets) mutable {
       const DenoisingQueries queries = denoising(x, targets);

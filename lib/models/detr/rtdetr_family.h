@@ -34,8 +34,10 @@ DetrTargets detr_targets(const TargetBatch& targets, std::int64_t width, std::in
 
 // A training batch's contrastive denoising queries for input `x`, drawn from the run's seeded
 // generator (a checkpoint saves its state); a named phase in the profiler. `mirror_negative`:
-// D-FINE's and DEIM's box noise.
-DenoisingQueries batch_denoising(const at::Tensor& x, const TargetBatch& targets, int classes, int queries, bool mirror_negative);
+// D-FINE's and DEIM's box noise. `share`: in data-parallel training the groups follow the global
+// batch's most targets and each image gets the noise one process draws for it.
+DenoisingQueries batch_denoising(const at::Tensor& x, const TargetBatch& targets, int classes, int queries, bool mirror_negative,
+                                 const BatchShare& share = {});
 
 // Whether a state dict's backbone norms are frozen ones (running statistics without
 // num_batches_tracked): how LibreYOLO's DETRs trained from weights write them.

@@ -438,3 +438,141 @@ TEST_CASE("RT-DETRv4: D-FINE's network with SiLU heads and D-FINE's freezing, DE
   const at::Tensor input = at::rand({1, 3, 256, 256});
   CHECK_FALSE(at::allclose(a.forward(input).at(0), b.forward(input).at(0)));
 }
+
+namespace {
+
+// The DETRs' data-parallel contract on one machine, without processes: the whole training step
+// (denoising queries, matching, loss) of one process over 4 images against two "ranks" holding
+// images 0, 2 and 1, 3 (the sampler deals the global batch out in turn). The ranks' collectives
+// are played back: a first pass records each rank's local values in call order, a second returns
+// their sums. BatchNorm runs on its running statistics here, so that an image's outputs do not
+// depend on the batch it is in (sync_bn's job in real training); the rest trains.
+void check_ranks_match_one_process(const std::string& family_name, const std::string& size, std::int64_t image_size) {
+  namespace models = libreyolo::models;
+  const models::Family& family = models::family(family_name);
+  at::manual_seed(11);
+  models::DetectionModel model = family.build(size, 4, 0, false);
+  {
+    // the box heads' last layers start at zero, where every decoder layer's distribution is the
+    // last one's and D-FINE's distillation term vanishes: a little weight there brings it in
+    at::NoGradGuard no_grad;
+    for (auto& p : model.module->parameters()) {
+      if (p.dim() == 2 && p.abs().max().item<double>() == 0) p.normal_(0.0, 0.02);
+    }
+  }
+  model.module->train();
+  for (const auto& m : model.module->modules()) {
+    if (m->as<torch::nn::BatchNorm2d>()) m->eval();
+  }
+  // image 0: 3 targets, image 1: none, image 2: 1, image 3: 2. Rank 0 (images 0, 2) holds the
+  // batch's most targets, rank 1 (images 1, 3) fewer: one process's denoising groups follow 3.
+  const at::Tensor rows = at::tensor({0.f, 2.f, 0.5f, 0.5f, 0.25f, 0.5f,  0.f, 1.f, 0.2f, 0.3f, 0.1f, 0.2f,
+                                      0.f, 0.f, 0.7f, 0.7f, 0.3f, 0.2f,  2.f, 3.f, 0.7f, 0.6f, 0.2f, 0.2f,
+                                      3.f, 1.f, 0.4f, 0.4f, 0.3f, 0.5f,  3.f, 2.f, 0.6f, 0.3f, 0.2f, 0.3f}).view({-1, 6});
+  const at::Tensor images = at::rand({4, 3, image_size, image_size});
+  const auto rank_rows = [&](int rank) {
+    std::vector<at::Tensor> kept;
+    for (std::int64_t i = 0; i < rows.size(0); ++i) {
+      const auto image = static_cast<std::int64_t>(rows[i][0].item<float>());
+      if (image % 2 != rank) continue;
+      at::Tensor row = rows[i].clone();
+      row[0] = static_cast<float>(image / 2);
+      kept.push_back(row);
+    }
+    return at::stack(kept);
+  };
+  const auto gradients = [&] {
+    std::vector<at::Tensor> out;
+    for (const auto& p : model.module->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
+    model.module->zero_grad();
+    return out;
+  };
+  const auto step = [&](const at::Tensor& x, const models::TargetBatch& targets, const models::LossGains& gains) {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    generator.set_current_seed(23);  // every rank's generator where one process's is
+    const std::vector<at::Tensor> maps = model.forward_train(x, targets);
+    const models::LossTerms terms = (*family.make_loss(gains))(maps, targets);
+    for (const auto& [name, value] : terms.parts) {
+      INFO(family_name << " " << name);
+      CHECK(value.item<double>() > 0);  // every term takes part (D-FINE's ddf included)
+    }
+    terms.total.backward();
+    std::vector<double> parts;
+    for (const auto& [name, value] : terms.parts) parts.push_back(value.item<double>());
+    return parts;
+  };
+  model.module->zero_grad();
+  const std::vector<double> single = step(images, models::pad_targets(rows, 4, image_size, image_size), {.classes = 4});
+  const std::vector<at::Tensor> expected = gradients();
+
+  // rank r: images r, r + 2; the collectives recorded, then played back
+  std::vector<std::vector<at::Tensor>> recorded(2);
+  std::size_t call = 0;
+  const auto recording = [&](int rank) {
+    models::LossGains gains{.classes = 4};
+    gains.global_normaliser = [&, rank](const at::Tensor& local) {
+      recorded[rank].push_back(local.detach().to(at::kFloat).clone());
+      return local.clamp_min(1.0);
+    };
+    gains.global_share = [&, rank](const at::Tensor& local) {
+      recorded[rank].push_back(local.detach().to(at::kFloat).clone());
+      return local;
+    };
+    return gains;
+  };
+  const auto playing = [&](bool clamp) {
+    return [&, clamp](const at::Tensor&) {
+      const at::Tensor total = recorded[0].at(call) + recorded[1].at(call);
+      ++call;
+      return (clamp ? total.clamp_min(1.0) : total) / 2;
+    };
+  };
+  *model.batch_share = {.rank = 0, .world_size = 2, .global_max = [](std::int64_t) { return std::int64_t{3}; }};
+  const auto rank_batch = [&](int rank) {
+    return std::pair{images.index_select(0, at::tensor({rank, rank + 2}, at::kLong)),
+                     models::pad_targets(rank_rows(rank), 2, image_size, image_size)};
+  };
+  for (int rank = 0; rank < 2; ++rank) {
+    model.batch_share->rank = rank;
+    const auto [x, targets] = rank_batch(rank);
+    step(x, targets, recording(rank));
+    model.module->zero_grad();
+  }
+  REQUIRE(recorded[0].size() == recorded[1].size());
+  REQUIRE_FALSE(at::equal(recorded[0][0], recorded[1][0]));  // the ranks' box counts differ
+  std::vector<double> parts(single.size(), 0.0);
+  std::vector<at::Tensor> averaged;
+  for (int rank = 0; rank < 2; ++rank) {
+    model.batch_share->rank = rank;
+    const auto [x, targets] = rank_batch(rank);
+    call = 0;
+    models::LossGains gains{.classes = 4, .global_normaliser = playing(true), .global_share = playing(false)};
+    const std::vector<double> rank_parts = step(x, targets, gains);
+    for (std::size_t k = 0; k < parts.size(); ++k) parts[k] += rank_parts.at(k) / 2;  // as the ranks' mean is logged
+    const std::vector<at::Tensor> grads = gradients();
+    if (averaged.empty()) averaged.assign(grads.size(), {});
+    for (std::size_t i = 0; i < grads.size(); ++i) averaged[i] = averaged[i].defined() ? averaged[i] + grads[i] / 2 : grads[i] / 2;
+  }
+  *model.batch_share = {};
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    INFO(family_name << " loss part " << family.loss_names().at(k));
+    CHECK(parts[k] == Approx(single[k]).epsilon(1e-5));
+  }
+  double difference = 0, norm = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    difference += (averaged[i] - expected[i]).pow(2).sum().item<double>();
+    norm += expected[i].pow(2).sum().item<double>();
+  }
+  INFO(family_name << ": |ranks' mean gradient - one process's| / |one process's| = " << std::sqrt(difference / norm));
+  CHECK(std::sqrt(difference / norm) < 1e-4);
+}
+
+}  // namespace
+
+TEST_CASE("RT-DETR on two ranks: the mean gradient is one process's over the global batch", "[detr][ranks]") {
+  check_ranks_match_one_process("rtdetr", "r18", 128);
+}
+
+TEST_CASE("D-FINE on two ranks: the mean gradient is one process's over the global batch", "[detr][dfine][ranks]") {
+  check_ranks_match_one_process("dfine", "n", 288);
+}
