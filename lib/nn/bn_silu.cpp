@@ -6,6 +6,7 @@
 #include <ATen/record_function.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string_view>
@@ -156,7 +157,132 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
   }
 };
 
+// The channels-last kernels with the statistics of every rank's batch (batch_norm_silu_synced).
+struct BnSiluSyncFunction : torch::autograd::Function<BnSiluSyncFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias, torch::Tensor running_mean, torch::Tensor running_var,
+                               double factor, double eps, const RankSum* sum, std::int64_t rank, std::int64_t world_size) {
+    const kernels::BnSiluShape shape = shape_of(x);
+    const std::int64_t channels = shape.channels;
+    const auto floats = x.options().dtype(torch::kFloat);
+    torch::Tensor local_mean = torch::empty({channels}, floats), local_variance = torch::empty({channels}, floats);
+    dispatch(x, [&](const auto& kernels, auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      kernels.stats(x.const_data_ptr<T>(), shape, local_mean.mutable_data_ptr<float>(), local_variance.mutable_data_ptr<float>());
+    });
+    // every rank's (mean, variance, rows) in its own row, the others' rows zero: a sum gathers them
+    torch::Tensor table = torch::zeros({world_size, 2 * channels + 1}, floats.dtype(torch::kDouble));
+    table[rank].narrow(0, 0, channels).copy_(local_mean);
+    table[rank].narrow(0, channels, channels).copy_(local_variance);
+    table[rank][2 * channels] = static_cast<double>(shape.rows);
+    (*sum)(table);
+    table = table.contiguous();
+    const double* t = table.const_data_ptr<double>();
+    const std::int64_t width = 2 * channels + 1;
+    double total = 0;
+    for (std::int64_t r = 0; r < world_size; ++r) total += t[r * width + 2 * channels];
+    torch::Tensor mean = torch::empty({channels}, floats), variance = torch::empty({channels}, floats);
+    torch::Tensor invstd = torch::empty({channels}, floats), scale = torch::empty({channels}, floats);
+    torch::Tensor shift = torch::empty({channels}, floats);
+    float *m = mean.mutable_data_ptr<float>(), *v = variance.mutable_data_ptr<float>();
+    float *is = invstd.mutable_data_ptr<float>(), *sc = scale.mutable_data_ptr<float>(), *sh = shift.mutable_data_ptr<float>();
+    const float *w = weight.const_data_ptr<float>(), *b = bias.const_data_ptr<float>();
+    float *rm = running_mean.mutable_data_ptr<float>(), *rv = running_var.mutable_data_ptr<float>();
+    const float keep = static_cast<float>(1.0 - factor), weigh = static_cast<float>(factor);
+    const float weigh_var = static_cast<float>(factor * total / std::max(total - 1.0, 1.0));
+    for (std::int64_t c = 0; c < channels; ++c) {
+      // Chan's merge: the global mean, and the within-rank plus between-rank squared deviations
+      double weighted = 0;
+      for (std::int64_t r = 0; r < world_size; ++r) weighted += t[r * width + 2 * channels] * t[r * width + c];
+      const double mu = weighted / total;
+      double squares = 0;
+      for (std::int64_t r = 0; r < world_size; ++r) {
+        const double n = t[r * width + 2 * channels], d = t[r * width + c] - mu;
+        squares += n * (t[r * width + channels + c] + d * d);
+      }
+      m[c] = static_cast<float>(mu);
+      v[c] = static_cast<float>(squares / total);
+      kernels::fold_channel(m[c], v[c], w[c], b[c], static_cast<float>(eps), is[c], sc[c], sh[c]);
+      rm[c] = rm[c] * keep + m[c] * weigh;
+      rv[c] = rv[c] * keep + v[c] * weigh_var;
+    }
+    torch::Tensor z = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
+    dispatch(x, [&](const auto& kernels, auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      kernels.apply(x.const_data_ptr<T>(), z.mutable_data_ptr<T>(), shape, sc, sh);
+    });
+    ctx->save_for_backward({x, weight, mean, invstd, scale, shift});
+    ctx->saved_data["sum"] = reinterpret_cast<std::int64_t>(sum);
+    ctx->saved_data["rows"] = total;
+    return z;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor& weight = saved[1];
+    const torch::Tensor &mean = saved[2], &invstd = saved[3], &scale = saved[4], &shift = saved[5];
+    const auto* sum = reinterpret_cast<const RankSum*>(ctx->saved_data["sum"].toInt());
+    const double total = ctx->saved_data["rows"].toDouble();
+    torch::Tensor dz = grads[0].scalar_type() == x.scalar_type() ? grads[0] : grads[0].to(x.scalar_type());
+    const kernels::BnSiluShape shape = shape_of(x);
+    const auto floats = x.options().dtype(torch::kFloat);
+    torch::Tensor sums = torch::empty({2, shape.channels}, floats);
+    torch::Tensor sum_dy = sums[0], sum_dy_xhat = sums[1];
+    std::int64_t dz_row_stride = channels_last_row_stride(dz);
+    if (dz_row_stride == 0) {
+      dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
+      dz_row_stride = dz.size(1);
+    }
+    const float *sc = scale.const_data_ptr<float>(), *sh = shift.const_data_ptr<float>();
+    const float *m = mean.const_data_ptr<float>(), *is = invstd.const_data_ptr<float>();
+    torch::Tensor dx = torch::empty_like(x, at::MemoryFormat::ChannelsLast);  // holds dy, then dx
+    dispatch(x, [&](const auto& kernels, auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      kernels.reduce(x.const_data_ptr<T>(), dz.const_data_ptr<T>(), dz_row_stride, dx.mutable_data_ptr<T>(), shape, sc, sh, m,
+                     is, sum_dy.mutable_data_ptr<float>(), sum_dy_xhat.mutable_data_ptr<float>());
+    });
+    const torch::Tensor grad_weight = ctx->needs_input_grad(1) ? sum_dy_xhat.clone() : torch::Tensor();
+    const torch::Tensor grad_bias = ctx->needs_input_grad(2) ? sum_dy.clone() : torch::Tensor();
+    if (ctx->needs_input_grad(0)) {
+      torch::Tensor global = sums.clone();
+      (*sum)(global);  // over every rank's samples
+      // the kernel divides by this batch's rows: the global sums scaled to them give the global means
+      global.mul_(static_cast<double>(shape.rows) / total);
+      dispatch(x, [&](const auto& kernels, auto* type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        kernels.input_grad(x.const_data_ptr<T>(), dx.mutable_data_ptr<T>(), shape, m, is, weight.const_data_ptr<float>(),
+                           global[0].const_data_ptr<float>(), global[1].const_data_ptr<float>());
+      });
+    } else {
+      dx = torch::Tensor();
+    }
+    return {dx, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// The running statistics' weight of this batch, after counting it (as BatchNorm2d's forward).
+double count_batch(torch::nn::BatchNorm2dImpl& bn) {
+  torch::NoGradGuard no_grad;
+  bn.num_batches_tracked.add_(1);
+  return bn.options.momentum().has_value() ? *bn.options.momentum()
+                                           : 1.0 / static_cast<double>(bn.num_batches_tracked.item<std::int64_t>());
+}
+
 }  // namespace
+
+bool fused_bn_silu_sync_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn) {
+  return fused_bn_silu_applies(x, bn) && !is_planar(x);
+}
+
+torch::Tensor batch_norm_silu_synced(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn, const RankSum& sum, int rank,
+                                     int world_size) {
+  RECORD_FUNCTION("libreyolo::batch_norm_silu_synced", std::vector<c10::IValue>{});
+  const double factor = count_batch(bn);
+  return BnSiluSyncFunction::apply(x, bn.weight, bn.bias, bn.running_mean, bn.running_var, factor, bn.options.eps(), &sum,
+                                   static_cast<std::int64_t>(rank), static_cast<std::int64_t>(world_size));
+}
 
 bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn) {
   if (!fused_bn_silu_enabled() || !bn.is_training() || !bn.options.affine() || !bn.options.track_running_stats()) return false;
@@ -171,13 +297,7 @@ bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dI
 
 torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) {
   RECORD_FUNCTION("libreyolo::batch_norm_silu", std::vector<c10::IValue>{});  // listed by the profiler as ATen's ops are
-  double factor = 0.0;
-  {
-    torch::NoGradGuard no_grad;
-    bn.num_batches_tracked.add_(1);  // as BatchNorm2d's forward
-    factor = bn.options.momentum().has_value() ? *bn.options.momentum()
-                                               : 1.0 / static_cast<double>(bn.num_batches_tracked.item<std::int64_t>());
-  }
+  const double factor = count_batch(bn);
   return BnSiluFunction::apply(x, bn.weight, bn.bias, bn.running_mean, bn.running_var, factor, bn.options.eps());
 }
 

@@ -13,6 +13,7 @@
 #include <torch/nn/modules/batchnorm.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace libreyolo::nn {
@@ -24,6 +25,18 @@ bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dI
 
 // silu(bn(x)) for `bn` in training mode, fused. Call only where fused_bn_silu_applies().
 torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn);
+
+// sync_bn's form of batch_norm_silu(): the statistics cover every rank's batch. `sum` all-reduces a
+// CPU tensor in place (a sum over the ranks). Forward: this batch's per-channel mean and variance
+// (the fused kernels' pass), every rank's gathered in one collective (each rank fills its own row
+// of a zero [world, 2C + 1] table) and merged by Chan's formula in double, the same on every rank;
+// then the fused normalise + SiLU pass. Backward: the fused reduction, one collective for the two
+// sums, the fused input-gradient pass. Two collectives per layer and step, as an unfused sync_bn,
+// and the single-process kernels' passes otherwise. Call only where fused_bn_silu_sync_applies().
+using RankSum = std::function<void(torch::Tensor&)>;
+bool fused_bn_silu_sync_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn);
+torch::Tensor batch_norm_silu_synced(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn, const RankSum& sum, int rank,
+                                     int world_size);
 
 // On unless LIBREYOLO_FUSED_BN_SILU=0; benchmarks switch it to compare against ATen's two ops.
 bool fused_bn_silu_enabled();

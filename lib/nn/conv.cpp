@@ -1,6 +1,7 @@
 #include "nn/conv.h"
 
 #include "nn/bn_silu.h"
+#include "nn/sync_norm.h"
 
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/upsampling.h>
@@ -34,7 +35,10 @@ void BaseConvImpl::share_convolution_of(const BaseConvImpl& owner) {
 torch::Tensor BaseConvImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = conv_(x);
   const bool synced = sync_ && bn_ && bn_->is_training();
-  if (activation_ && bn_ && !synced && fused_bn_silu_applies(y, *bn_)) return batch_norm_silu(y, *bn_);
+  if (activation_ && bn_ && fused_bn_silu_applies(y, *bn_)) {
+    if (!synced) return batch_norm_silu(y, *bn_);
+    if (torch::Tensor z = sync_->forward_silu(y, *bn_); z.defined()) return z;
+  }
   if (bn_) y = synced ? sync_->forward(y, *bn_) : bn_(y);
   return activation_ ? torch::silu(y) : y;
 }
@@ -68,11 +72,19 @@ void BaseConvImpl::fuse() {
   bn_ = nullptr;
 }
 
+torch::Tensor SyncableBatchNorm2dImpl::forward(const torch::Tensor& x) {
+  if (sync_ && is_training()) return sync_->forward(x, *this);
+  return torch::nn::BatchNorm2dImpl::forward(x);
+}
+
 std::size_t set_batch_norm_sync(torch::nn::Module& root, const std::shared_ptr<BatchNormSync>& sync) {
   std::size_t count = 0;
   for (const auto& module : root.modules(/*include_self=*/true)) {
     if (auto* conv = dynamic_cast<BaseConvImpl*>(module.get()); conv && !conv->fused()) {
       conv->set_batch_norm_sync(sync);
+      ++count;
+    } else if (auto* norm = dynamic_cast<SyncableBatchNorm2dImpl*>(module.get())) {
+      norm->set_batch_norm_sync(sync);
       ++count;
     }
   }

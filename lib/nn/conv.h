@@ -22,6 +22,8 @@ class BatchNormSync {
  public:
   virtual ~BatchNormSync() = default;
   virtual torch::Tensor forward(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) = 0;
+  // silu(forward(x, bn)) in one fused step where one exists for `x` (nn/bn_silu.h), else undefined.
+  virtual torch::Tensor forward_silu(const torch::Tensor&, torch::nn::BatchNorm2dImpl&) { return {}; }
 };
 
 class BaseConvImpl : public torch::nn::Module {
@@ -65,8 +67,8 @@ class DWConvImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DWConv);
 
-// Routes the BatchNorm of every BaseConv under `root` through `sync` (null: back to plain
-// BatchNorm). Returns how many layers it set.
+// Routes every BaseConv's BatchNorm and every SyncableBatchNorm2d (nn/sync_norm.h) under `root`
+// through `sync` (null: back to plain BatchNorm). Returns how many layers it set.
 std::size_t set_batch_norm_sync(torch::nn::Module& root, const std::shared_ptr<BatchNormSync>& sync);
 
 // Nearest-neighbour 2x upsampling (the necks of both families).

@@ -92,4 +92,9 @@ torch::Tensor SyncBatchNorm::forward(const torch::Tensor& x, torch::nn::BatchNor
                                       &collectives_);
 }
 
+torch::Tensor SyncBatchNorm::forward_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) {
+  if (!nn::fused_bn_silu_sync_applies(x, bn)) return {};
+  return nn::batch_norm_silu_synced(x, bn, sum_, collectives_.rank(), collectives_.world_size());
+}
+
 }  // namespace libreyolo::train

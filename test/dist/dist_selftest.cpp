@@ -12,6 +12,7 @@
 #include "train/train_state.h"
 #include "dist/process_group.h"
 #include "dist/collectives.h"
+#include "nn/bn_silu.h"
 #include "nn/conv.h"
 #include "data/dataset.h"
 #include "data/dataset_yaml.h"
@@ -64,24 +65,45 @@ torch::nn::Sequential small_net() {
   return net;
 }
 
+// A network's convolution weights and its input stored channels-last (as YOLOv9 and YOLOv5 train on the CPU).
+void to_channels_last(torch::nn::Module& net) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : net.parameters()) {
+    if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+}
+
 // sync_bn against its definition: W ranks with B samples each give the outputs, running
 // statistics and (Reducer-averaged) gradients of plain BatchNorm over the W·B samples in one
 // process. The loss is a mean over the global batch; each rank's share is W·(its sum)/N.
-bool check_sync_batch_norm(dist::Group& group, int r, int w, const c10::Device& device) {
+// `channels_last`: on the CPU, the fused BatchNorm+SiLU kernels with the global statistics
+// (nn::batch_norm_silu_synced); NCHW, the unfused definition.
+bool check_sync_batch_norm(dist::Group& group, int r, int w, const c10::Device& device, bool channels_last) {
   constexpr int per_rank = 3;
   torch::manual_seed(11);
-  const at::Tensor all = (at::randn({per_rank * w, 3, 12, 12}) * 3 + 1).to(device);  // the same global batch everywhere
+  at::Tensor all = (at::randn({per_rank * w, 3, 12, 12}) * 3 + 1).to(device);  // the same global batch everywhere
+  if (channels_last) all = all.contiguous(at::MemoryFormat::ChannelsLast);
   const at::Tensor mine = all.narrow(0, r * per_rank, per_rank);
   auto reference = small_net();  // one process, plain BatchNorm, the whole batch
   reference->to(device);
+  if (channels_last) to_channels_last(*reference);
   reference->train();
   const at::Tensor ref_out = reference->forward(all);
   ref_out.square().mean().backward();
 
   auto synced = small_net();
   synced->to(device);
+  if (channels_last) to_channels_last(*synced);
   synced->train();
   dist::GroupCollectives collectives(group, device);
+  if (channels_last && device.is_cpu()) {  // the case is the fused kernels' (unless switched off by the environment)
+    torch::nn::BatchNorm2d probe(8);
+    const at::Tensor activation = at::zeros({per_rank, 8, 12, 12}).contiguous(at::MemoryFormat::ChannelsLast);
+    if (nn::fused_bn_silu_enabled() && !nn::fused_bn_silu_sync_applies(activation, *probe)) {
+      fmt::print(stderr, "rank {}: the fused sync_bn kernels do not apply to a channels-last activation\n", r);
+      return false;
+    }
+  }
   const std::size_t layers = nn::set_batch_norm_sync(*synced, std::make_shared<libreyolo::train::SyncBatchNorm>(collectives));
   const auto reducer_ptr = make_reducer(synced->parameters(), group);
   c10d::Reducer& reducer = *reducer_ptr;
@@ -109,7 +131,8 @@ bool check_sync_batch_norm(dist::Group& group, int r, int w, const c10::Device& 
       ok = false;
     }
   }
-  if (!ok) fmt::print(stderr, "rank {}: sync_bn differs from BatchNorm over the {} samples\n", r, per_rank * w);
+  if (!ok) fmt::print(stderr, "rank {}: sync_bn ({}) differs from BatchNorm over the {} samples\n", r,
+                     channels_last ? "channels-last" : "NCHW", per_rank * w);
   return ok;
 }
 
@@ -268,7 +291,9 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    if (!check_sync_batch_norm(group, r, w, device)) return 1;
+    for (const bool channels_last : {false, true}) {
+      if (!check_sync_batch_norm(group, r, w, device, channels_last)) return 1;
+    }
     if (!check_graphed_gradients(group, r, device)) return 1;
     if (!check_distributed_validation(group, r)) return 1;
     group.group().barrier()->wait();

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "models/box_ops.h"
 #include "models/detr/sampling.h"
+#include "nn/sync_norm.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -188,7 +189,7 @@ class ProjectionImpl : public torch::nn::Module {
   ProjectionImpl(int in, int out) {
     if (in == out) return;
     conv_ = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).bias(false)));
-    norm_ = register_module("norm", torch::nn::BatchNorm2d(out));
+    norm_ = register_module("norm", nn::SyncableBatchNorm2d(out));
     torch::NoGradGuard no_grad;
     torch::nn::init::xavier_uniform_(conv_->weight);
   }
@@ -196,7 +197,7 @@ class ProjectionImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d norm_{nullptr};
+  nn::SyncableBatchNorm2d norm_{nullptr};
 };
 TORCH_MODULE(Projection);
 

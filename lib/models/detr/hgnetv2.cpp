@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/detr/presnet.h"
+#include "nn/sync_norm.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -96,7 +97,7 @@ class HgConvImpl : public torch::nn::Module {
     if (options.freeze_norm) {
       frozen_ = register_module("bn", FrozenBatchNorm2d(spec.out));
     } else {
-      norm_ = register_module("bn", torch::nn::BatchNorm2d(spec.out));
+      norm_ = register_module("bn", nn::SyncableBatchNorm2d(spec.out));
     }
     if (spec.act && options.learnable_affine) affine_ = register_module("lab", Affine());
   }
@@ -111,7 +112,7 @@ class HgConvImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d norm_{nullptr};
+  nn::SyncableBatchNorm2d norm_{nullptr};
   FrozenBatchNorm2d frozen_{nullptr};
   Affine affine_{nullptr};
   bool act_, padded_;

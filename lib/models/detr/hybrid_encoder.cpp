@@ -1,6 +1,7 @@
 #include "models/detr/hybrid_encoder.h"
 
 #include "core/error.h"
+#include "nn/sync_norm.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/functional/upsampling.h>
@@ -193,7 +194,7 @@ HybridEncoderImpl::HybridEncoderImpl(const HybridEncoderOptions& options) : opti
   input_proj_ = register_module("input_proj", torch::nn::ModuleList());
   for (const int channels : options.in_channels) {
     torch::nn::Conv2d conv(torch::nn::Conv2dOptions(channels, hidden, 1).bias(false));
-    torch::nn::BatchNorm2d norm(hidden);
+    nn::SyncableBatchNorm2d norm(hidden);
     // RT-DETR's projection names its conv and norm 0 and 1, D-FINE's conv and norm
     input_proj_->push_back(elan ? torch::nn::Sequential({{"conv", conv}, {"norm", norm}}) : torch::nn::Sequential(conv, norm));
   }

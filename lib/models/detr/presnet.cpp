@@ -1,6 +1,7 @@
 #include "models/detr/presnet.h"
 
 #include "core/error.h"
+#include "nn/sync_norm.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -134,7 +135,7 @@ ConvNormImpl::ConvNormImpl(int in_channels, int out_channels, int kernel, int st
   if (frozen_norm) {
     frozen_ = register_module("norm", FrozenBatchNorm2d(out_channels));
   } else {
-    norm_ = register_module("norm", torch::nn::BatchNorm2d(out_channels));  // eps 1e-5, momentum 0.1
+    norm_ = register_module("norm", nn::SyncableBatchNorm2d(out_channels));  // eps 1e-5, momentum 0.1
   }
 }
 

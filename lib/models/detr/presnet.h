@@ -5,6 +5,8 @@
 // state dicts load unchanged.
 #pragma once
 
+#include "nn/sync_norm.h"
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -41,7 +43,7 @@ class ConvNormImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d norm_{nullptr};
+  nn::SyncableBatchNorm2d norm_{nullptr};
   FrozenBatchNorm2d frozen_{nullptr};
   Activation activation_;
 };

@@ -2,6 +2,7 @@
 #include "models/detr/sampling.h"
 
 #include "core/error.h"
+#include "nn/sync_norm.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -150,7 +151,7 @@ RtdetrDecoderImpl::RtdetrDecoderImpl(const RtdetrDecoderOptions& options) : opti
   for (int i = 0; i < options.levels; ++i) {
     torch::nn::Sequential projection;
     projection->push_back("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(options.in_channels, hidden, 1).bias(false)));
-    projection->push_back("norm", torch::nn::BatchNorm2d(hidden));
+    projection->push_back("norm", nn::SyncableBatchNorm2d(hidden));
     input_proj_->push_back(projection);
   }
   layers_ = torch::nn::ModuleList();

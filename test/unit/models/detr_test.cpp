@@ -14,6 +14,7 @@
 #include "models/detr/rtdetr_recipe.h"
 #include "models/safetensors.h"
 #include "models/targets.h"
+#include "nn/conv.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -575,4 +576,18 @@ TEST_CASE("RT-DETR on two ranks: the mean gradient is one process's over the glo
 
 TEST_CASE("D-FINE on two ranks: the mean gradient is one process's over the global batch", "[detr][dfine][ranks]") {
   check_ranks_match_one_process("dfine", "n", 288);
+}
+
+TEST_CASE("sync_bn reaches every BatchNorm of the DETRs (backbone, encoder and decoder norms outside BaseConv)", "[detr][ranks]") {
+  struct Counting final : libreyolo::nn::BatchNormSync {
+    torch::Tensor forward(const torch::Tensor& x, torch::nn::BatchNorm2dImpl&) override { return x; }
+  };
+  for (const auto& [family_name, size] : std::vector<std::pair<std::string, std::string>>{{"rtdetr", "r18"}, {"dfine", "n"}}) {
+    libreyolo::models::DetectionModel model = libreyolo::models::family(family_name).build(size, 4, 0, false);
+    std::size_t norms = 0;
+    for (const auto& m : model.module->modules()) norms += m->as<torch::nn::BatchNorm2d>() != nullptr;
+    INFO(family_name << "-" << size << ": " << norms << " BatchNorm layers");
+    CHECK(norms > 0);
+    CHECK(libreyolo::nn::set_batch_norm_sync(*model.module, std::make_shared<Counting>()) == norms);
+  }
 }
