@@ -273,7 +273,11 @@ double count_batch(torch::nn::BatchNorm2dImpl& bn) {
 }  // namespace
 
 bool fused_bn_silu_sync_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn) {
-  return fused_bn_silu_applies(x, bn) && !is_planar(x);
+  static const bool enabled = [] {
+    const char* value = std::getenv("LIBREYOLO_FUSED_SYNC_BN");
+    return value == nullptr || std::string_view(value) != "0";
+  }();
+  return enabled && fused_bn_silu_applies(x, bn) && !is_planar(x);
 }
 
 torch::Tensor batch_norm_silu_synced(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn, const RankSum& sum, int rank,

@@ -32,7 +32,9 @@ torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl
 // of a zero [world, 2C + 1] table) and merged by Chan's formula in double, the same on every rank;
 // then the fused normalise + SiLU pass. Backward: the fused reduction, one collective for the two
 // sums, the fused input-gradient pass. Two collectives per layer and step, as an unfused sync_bn,
-// and the single-process kernels' passes otherwise. Call only where fused_bn_silu_sync_applies().
+// and the single-process kernels' passes otherwise. Call only where fused_bn_silu_sync_applies()
+// (as fused_bn_silu_applies(), channels-last only, and not switched off by LIBREYOLO_FUSED_SYNC_BN=0,
+// which benchmarks set to time the unfused definition).
 using RankSum = std::function<void(torch::Tensor&)>;
 bool fused_bn_silu_sync_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn);
 torch::Tensor batch_norm_silu_synced(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn, const RankSum& sum, int rank,
