@@ -156,6 +156,13 @@ class Family {
   struct BatchScales {
     std::vector<int> sizes{};
   };
+  // Why `size` cannot take square inputs of `image_size` (a DETR selects its queries among the
+  // encoder's positions), with what to use instead; "" when it can. Asked before a run starts.
+  virtual std::string input_size_obstacle(const std::string& size, int image_size) const {
+    (void)size;
+    (void)image_size;
+    return {};
+  }
   virtual std::optional<BatchScales> batch_scales(const std::string& size, int image_size) const {
     (void)size, (void)image_size;
     return std::nullopt;

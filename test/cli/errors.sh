@@ -20,6 +20,17 @@ expect_in "$WORK/err" "float16, bfloat16"
 expect_exit 2 train model=yolo9-t
 expect_in "$WORK/err" "data= is required"
 
+# a DETR at a size with fewer encoder positions than its 300 queries: refused before the data scan
+# and the run folder, with the smallest size that works (D-FINE-n sees strides 16 and 32 only)
+expect_exit 2 train model=dfine-n data=ds/data.yaml imgsz=96 project=runs name=small
+expect_in "$WORK/err" "imgsz=96 gives only 45: use imgsz=256 or more"
+expect_lines "$WORK/err" 1
+[ -e runs/small ] && fail "a refused imgsz made the run folder runs/small"
+expect_exit 2 train model=rtdetr-r18 data=ds/data.yaml imgsz=96 project=runs name=small
+expect_in "$WORK/err" "use imgsz=128 or more"
+expect_exit 2 train model=deim-n data=ds/data.yaml imgsz=288 multi_scale=true project=runs name=small
+expect_in "$WORK/err" "multi_scale=true draws batches down to 192 px"
+
 expect_exit 2 nosuchcommand
 expect_in "$WORK/err" "unknown command"
 

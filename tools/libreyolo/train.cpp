@@ -158,6 +158,26 @@ void publish_run_dir(dist::Group& group, const std::string& run_dir) {
   group.store().set(kRunDirKey, std::vector<std::uint8_t>(run_dir.begin(), run_dir.end()));
 }
 
+// A model that cannot take imgsz (a DETR's queries outnumber its encoder's positions), refused
+// before the data scan and the run folder; a checkpoint whose name does not say its family is
+// checked at its first forward.
+void check_input_size(const config::Config& config) {
+  const models::ModelName name = models::parse_model_name(config.get_text("model"));
+  if (name.family.empty()) return;
+  const models::Family& family = models::family(name.family);
+  const auto size = config.get_image_size("imgsz");
+  const int image_size = std::max(size.height, size.width);
+  if (std::string obstacle = family.input_size_obstacle(name.size, image_size); !obstacle.empty()) throw UsageError(obstacle);
+  if (!config.get_bool("multi_scale")) return;
+  if (const auto scales = family.batch_scales(name.size, image_size); scales && !scales->sizes.empty()) {
+    const int smallest = *std::min_element(scales->sizes.begin(), scales->sizes.end());
+    if (std::string obstacle = family.input_size_obstacle(name.size, smallest); !obstacle.empty()) {
+      throw UsageError(fmt::format("multi_scale=true draws batches down to {} px at imgsz={}, and there {} (or multi_scale=false)",
+                                   smallest, image_size, obstacle));
+    }
+  }
+}
+
 // The run folder of this command: the checkpoint's for resume, else a new runs/train/<name>.
 // `created`: made by this command (removed again when training never starts).
 std::filesystem::path prepare_run_dir(const config::Config& config, bool resume, bool& created) {
@@ -310,6 +330,7 @@ int run_train(const Arguments& arguments) {
   // A wrong data=, batch= or device= fails here, before a run folder is made or a process started.
   (void)data::load_dataset_spec(config.get_text("data"));
   (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), 1);
+  check_input_size(config);
   if (!env.distributed() && local_processes(config) <= 1) (void)train::resolve_device(config.get_text("device"), std::nullopt);
   if (!env.distributed()) {
     if (const int nproc = local_processes(config); nproc * config.get_int("nnodes") > 1) return launch_ranks(arguments, config, nproc);

@@ -137,6 +137,9 @@ class DfineFamily final : public Family {
     model.fuse = [] {};
     return model;
   }
+  std::string input_size_obstacle(const std::string& size, int image_size) const override {
+    return query_positions_obstacle(fmt::format("{}-{}", display_family(), size), dfine_config(size).strides, image_size, kQueries);
+  }
   std::string fine_tune_form(const std::string& size) const override {
     const bool norms = dfine_config(size).frozen_norm;
     if (variant_ == DfineVariant::deim) return norms ? "the backbone's BatchNorm layers frozen" : "";

@@ -81,6 +81,19 @@ DenoisingQueries batch_denoising(const at::Tensor& x, const TargetBatch& targets
   return make_denoising_queries(detr, options, noise);
 }
 
+std::string query_positions_obstacle(const std::string& display, const std::vector<int>& strides, int image_size, int queries) {
+  const auto positions = [&](int size) {
+    std::int64_t total = 0;
+    for (const int stride : strides) total += static_cast<std::int64_t>((size + stride - 1) / stride) * ((size + stride - 1) / stride);
+    return total;
+  };
+  if (positions(image_size) >= queries) return {};
+  int smallest = 32;
+  while (positions(smallest) < queries) smallest += 32;
+  return fmt::format("{} selects {} queries from its encoder's positions, but imgsz={} gives only {}: use imgsz={} or more",
+                     display, queries, image_size, positions(image_size), smallest);
+}
+
 bool holds_frozen_backbone_norms(const std::map<std::string, at::Tensor>& tensors) {
   bool norms = false;
   for (const auto& [name, tensor] : tensors) {
@@ -139,6 +152,9 @@ class RtdetrFamily final : public Family {
                           }};
     model.fuse = [] {};
     return model;
+  }
+  std::string input_size_obstacle(const std::string& size, int image_size) const override {
+    return query_positions_obstacle(fmt::format("RT-DETR-{}", size), {8, 16, 32}, image_size, kQueries);
   }
   std::string fine_tune_form(const std::string& size) const override {
     return rtdetr_config(size).frozen_norm ? "the backbone's stem and BatchNorm layers frozen" : "the backbone's stem frozen";

@@ -39,6 +39,11 @@ DetrTargets detr_targets(const TargetBatch& targets, std::int64_t width, std::in
 DenoisingQueries batch_denoising(const at::Tensor& x, const TargetBatch& targets, int classes, int queries, bool mirror_negative,
                                  const BatchShare& share = {});
 
+// Why a DETR that selects `queries` among its encoder's positions (one per cell of each map at
+// `strides`) cannot take square inputs of `image_size`, naming the smallest size that can; "" when
+// it can. `display`: the family as the message names it.
+std::string query_positions_obstacle(const std::string& display, const std::vector<int>& strides, int image_size, int queries);
+
 // Whether a state dict's backbone norms are frozen ones (running statistics without
 // num_batches_tracked): how LibreYOLO's DETRs trained from weights write them.
 bool holds_frozen_backbone_norms(const std::map<std::string, at::Tensor>& tensors);
