@@ -6,6 +6,10 @@
 #include <ATen/Version.h>
 #include <torch/torch.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "catch.h"  // last: see catch.h
 
 using namespace libreyolo;
@@ -376,4 +380,86 @@ TEST_CASE("the fused statistics stay exact when the first pixel is far from its 
   torch::Tensor x = torch::randn({8, 16, 24, 24}) * 0.01 + 1.0;
   x.select(2, 0).select(2, 0).fill_(5.0);  // every image's corner pixel: 400 standard deviations away
   check_statistics_against_double(x);
+}
+
+namespace {
+
+// Two "ranks" in two threads of this process: each sums its tensor into a shared total, waits for
+// the other, and takes the total (what an all-reduce gives).
+class ThreadSum {
+ public:
+  void operator()(torch::Tensor& t) {
+    std::unique_lock lock(mutex_);
+    if (arrived_ == 0) total_ = t.clone(); else total_ += t;
+    const int round = round_;
+    if (++arrived_ == 2) {
+      result_ = total_;
+      arrived_ = 0;
+      ++round_;
+      ready_.notify_all();
+    } else {
+      ready_.wait(lock, [&] { return round_ != round; });
+    }
+    t.copy_(result_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  torch::Tensor total_, result_;
+  int arrived_ = 0, round_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("sync_bn's fused kernels on two ranks give one process's BatchNorm+SiLU over both batches", "[bn_silu]") {
+  torch::manual_seed(4);
+  // a channel far from zero with a small spread (E[x²] - μ² cancels), and ordinary ones
+  const torch::Tensor input = (torch::randn({6, 40, 20, 20}) * torch::linspace(0.05, 2.0, 40).view({1, -1, 1, 1}) +
+                               torch::linspace(-3.0, 30.0, 40).view({1, -1, 1, 1}))
+                                  .contiguous(at::MemoryFormat::ChannelsLast);
+  const torch::Tensor dz = torch::randn_like(input).contiguous(at::MemoryFormat::ChannelsLast);
+  torch::nn::BatchNorm2d reference = make_bn(40);
+  // the float64 definition over the 6 images
+  torch::nn::BatchNorm2d wide = copy_of(reference);
+  wide->to(torch::kDouble);
+  const torch::Tensor x64 = input.to(torch::kDouble).requires_grad_(true);
+  const torch::Tensor z64 = torch::silu(wide(x64));
+  z64.backward(dz.to(torch::kDouble));
+  // one process, fused, 6 images
+  torch::nn::BatchNorm2d single = copy_of(reference);
+  const Result one = run(single, input, dz, /*fused=*/true);
+  // two ranks of 3 images each, fused with the global statistics
+  std::vector<torch::nn::BatchNorm2d> ranks{copy_of(reference), copy_of(reference)};
+  ThreadSum sum;
+  const nn::RankSum rank_sum = [&](torch::Tensor& t) { sum(t); };
+  std::vector<Result> parts(2);
+  const torch::Tensor probe = input.narrow(0, 0, 3).clone(at::MemoryFormat::ChannelsLast);
+  REQUIRE(nn::fused_bn_silu_sync_applies(probe, *ranks[0]));  // (no assertion inside the threads: Catch2's are not thread-safe)
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      const torch::Tensor x = input.narrow(0, 3 * r, 3).clone(at::MemoryFormat::ChannelsLast).requires_grad_(true);
+      const torch::Tensor z = nn::batch_norm_silu_synced(x, *ranks[r], rank_sum, r, 2);
+      z.backward(dz.narrow(0, 3 * r, 3));
+      parts[r] = {z.detach(), x.grad(), ranks[r]->weight.grad().clone(), ranks[r]->bias.grad().clone()};
+    });
+  }
+  for (auto& t : threads) t.join();
+  const torch::Tensor z2 = torch::cat({parts[0].z, parts[1].z}), dx2 = torch::cat({parts[0].dx, parts[1].dx});
+  const torch::Tensor dweight2 = parts[0].dweight + parts[1].dweight, dbias2 = parts[0].dbias + parts[1].dbias;
+  const double limit = 2e-6;  // float rounding against the float64 definition, as one process's fused kernels
+  INFO("one process: z " << relative(one.z, z64) << ", dx " << relative(one.dx, x64.grad()) << "; two ranks: z "
+                         << relative(z2, z64) << ", dx " << relative(dx2, x64.grad()) << ", dweight "
+                         << relative(dweight2, wide->weight.grad()) << ", dbias " << relative(dbias2, wide->bias.grad()));
+  CHECK(relative(z2, z64) < limit);
+  CHECK(relative(dx2, x64.grad()) < limit);
+  CHECK(relative(dweight2, wide->weight.grad()) < limit);
+  CHECK(relative(dbias2, wide->bias.grad()) < limit);
+  for (int r = 0; r < 2; ++r) {  // the same running statistics on every rank, one process's
+    CHECK(relative(ranks[r]->running_mean, single->running_mean) < limit);
+    CHECK(relative(ranks[r]->running_var, single->running_var) < limit);
+  }
+  CHECK(relative(one.z, z64) < limit);
+  CHECK(relative(one.dx, x64.grad()) < limit);
 }
