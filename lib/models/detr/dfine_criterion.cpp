@@ -130,14 +130,22 @@ void local_terms(std::vector<std::pair<std::string, at::Tensor>>& terms, const s
   terms.emplace_back("loss_fgl" + suffix, two_bin_loss(predicted, *cached, weight, normaliser) * options.fgl_weight);
   if (!level.teacher_corners.defined()) return;
   const at::Tensor all = level.corners.reshape({-1, bins}), teacher = level.teacher_corners.reshape({-1, bins});
+  at::Tensor confidence = std::get<0>(level.teacher_logits.sigmoid().max(-1));
+  at::Tensor mask = at::zeros_like(confidence, at::kBool);
+  mask.index_put_({m.image, m.query}, at::scalar_tensor(true, mask.options()));
+  mask = mask.unsqueeze(-1).repeat({1, 1, 4}).reshape(-1);
+  at::Tensor counts;
+  if (share) {
+    // data-parallel: the matched and unmatched edges' and the images' counts over the global batch
+    // (each / world size), one collective, on every rank and for every teacher level alike (before
+    // the branch below, whose outcome is each rank's own)
+    const at::Tensor images = at::scalar_tensor(static_cast<double>(level.boxes.size(0)), mask.sum().options().dtype(at::kFloat));
+    counts = share(at::stack({mask.sum().to(at::kFloat), (~mask).sum().to(at::kFloat), images}));
+  }
   at::Tensor ddf;
   if (at::equal(all, teacher)) {
     ddf = all.sum() * 0;
   } else {
-    at::Tensor confidence = std::get<0>(level.teacher_logits.sigmoid().max(-1));
-    at::Tensor mask = at::zeros_like(confidence, at::kBool);
-    mask.index_put_({m.image, m.query}, at::scalar_tensor(true, mask.options()));
-    mask = mask.unsqueeze(-1).repeat({1, 1, 4}).reshape(-1);
     confidence.index_put_({m.image, m.query}, ious.reshape_as(confidence.index({m.image, m.query})).to(confidence.scalar_type()));
     confidence = confidence.unsqueeze(-1).repeat({1, 1, 4}).reshape(-1).detach();
     const double t = options.temperature;
@@ -153,12 +161,7 @@ void local_terms(std::vector<std::pair<std::string, at::Tensor>>& terms, const s
       const at::Tensor zero = at::zeros({}, per_edge.options());
       matched = mask.any().item<bool>() ? per_edge.index({mask}).mean() : zero;
       unmatched = (~mask).any().item<bool>() ? per_edge.index({~mask}).mean() : zero;
-    } else {
-      // data-parallel: the matched and unmatched edges' and the images' counts over the global
-      // batch (each / world size), one collective; each rank's sums over them, averaged by the
-      // gradient's all-reduce, give one process's means
-      const at::Tensor images = at::scalar_tensor(static_cast<double>(level.boxes.size(0)), mask.sum().options().dtype(at::kFloat));
-      const at::Tensor counts = share(at::stack({mask.sum().to(at::kFloat), (~mask).sum().to(at::kFloat), images}));
+    } else {  // each rank's sums over the global counts, averaged by the gradient's all-reduce: one process's means
       if (!level.denoising) {
         state.positives = (counts[0] * 8.0 / counts[2]).pow(0.5);
         state.negatives = (counts[1] * 8.0 / counts[2]).pow(0.5);
