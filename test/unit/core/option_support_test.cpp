@@ -5,6 +5,7 @@
 #include "core/option_table.h"
 #include "core/option_value.h"
 #include "models/checkpoint.h"
+#include "models/family.h"
 #include "test_util.h"
 
 #include <fmt/format.h>
@@ -129,8 +130,16 @@ TEST_CASE("A logged key set by the user is listed once for its log line; default
 }
 
 TEST_CASE("Only lib/models/ compares model family names: a family brings its own recipe", "[support]") {
-  // a family name compared or switched on: == "yolo9", "yolox" !=, family() ==, case "rtdetr"
-  const std::regex compared(R"re((==|!=)\s*"(yolo9|yolox|rtdetr)(-[^"]*)?"|"(yolo9|yolox|rtdetr)(-[^"]*)?"\s*(==|!=)|family\(\)\s*(==|!=))re");
+  // a family name compared or switched on: == "yolo9", "yolox" !=, family() ==, case "rtdetr"; every
+  // registered family's name (models::families())
+  std::string names;
+  for (const auto* family : libreyolo::models::families()) {
+    if (!names.empty()) names += '|';
+    names.append(family->name());
+  }
+  const std::regex compared("(==|!=)\\s*\"(" + names + ")(-[^\"]*)?\"|\"(" + names + ")(-[^\"]*)?\"\\s*(==|!=)|family\\(\\)\\s*(==|!=)|case\\s+\"(" +
+                            names + ")(-[^\"]*)?\"");
+  REQUIRE(names.find("rtdetrv4") != std::string::npos);
   std::size_t scanned = 0;
   for (const char* dir : {"lib", "tools"}) {
     for (const auto& entry : fs::recursive_directory_iterator(source_root() / dir)) {
@@ -145,6 +154,9 @@ TEST_CASE("Only lib/models/ compares model family names: a family brings its own
   }
   CHECK(scanned > 50);
   CHECK(std::regex_search(std::string(R"(if (config.family() == "yolo9"))"), compared));  // the pattern finds what it forbids
+  CHECK(std::regex_search(std::string(R"(if (name == "deim-n"))"), compared));
+  CHECK(std::regex_search(std::string(R"(case "rtmdet": return 1;)"), compared));
+  CHECK_FALSE(std::regex_search(std::string(R"(scheduler == "yoloxwarmcos")"), compared));
 }
 
 namespace {
