@@ -6,7 +6,6 @@
 #include "core/log.h"
 #include "cuda/cuda_info.h"
 #include "models/family.h"
-#include "models/yolo9/model.h"
 #include "data/sampling.h"
 #include "train/capturable_optimizer.h"
 #include "train/optimizer.h"

@@ -131,14 +131,14 @@ TEST_CASE("A logged key set by the user is listed once for its log line; default
 
 TEST_CASE("Only lib/models/ compares model family names: a family brings its own recipe", "[support]") {
   // a family name compared or switched on: == "yolo9", "yolox" !=, family() ==, case "rtdetr"; every
-  // registered family's name (models::families())
+  // registered family's name (models::families()); or a family folder's header included
   std::string names;
   for (const auto* family : libreyolo::models::families()) {
     if (!names.empty()) names += '|';
     names.append(family->name());
   }
   const std::regex compared("(==|!=)\\s*\"(" + names + ")(-[^\"]*)?\"|\"(" + names + ")(-[^\"]*)?\"\\s*(==|!=)|family\\(\\)\\s*(==|!=)|case\\s+\"(" +
-                            names + ")(-[^\"]*)?\"");
+                            names + ")(-[^\"]*)?\"|#include\\s+\"models/(" + names + "|detr)/");
   REQUIRE(names.find("rtdetrv4") != std::string::npos);
   std::size_t scanned = 0;
   for (const char* dir : {"lib", "tools"}) {
@@ -157,6 +157,7 @@ TEST_CASE("Only lib/models/ compares model family names: a family brings its own
   CHECK(std::regex_search(std::string(R"(if (name == "deim-n"))"), compared));
   CHECK(std::regex_search(std::string(R"(case "rtmdet": return 1;)"), compared));
   CHECK_FALSE(std::regex_search(std::string(R"(scheduler == "yoloxwarmcos")"), compared));
+  CHECK(std::regex_search(std::string("#include \"models/yolo9/model.h\""), compared));  // a family's own header
 }
 
 namespace {
