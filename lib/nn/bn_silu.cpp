@@ -63,6 +63,28 @@ void dispatch(const torch::Tensor& x, const Call& call) {
   }
 }
 
+// The running statistics moved towards this batch's: `factor` its weight, `unbiased` the variance's
+// n / (n - 1) (as BatchNorm2d's forward).
+void update_running(torch::Tensor& running_mean, torch::Tensor& running_var, const float* mean, const float* variance,
+                    std::int64_t channels, double factor, double unbiased) {
+  float *rm = running_mean.mutable_data_ptr<float>(), *rv = running_var.mutable_data_ptr<float>();
+  const float keep = static_cast<float>(1.0 - factor), weigh = static_cast<float>(factor);
+  const float weigh_var = static_cast<float>(factor * unbiased);
+  for (std::int64_t c = 0; c < channels; ++c) {
+    rm[c] = rm[c] * keep + mean[c] * weigh;
+    rv[c] = rv[c] * keep + variance[c] * weigh_var;
+  }
+}
+
+// `dz` as the channels-last kernels read it (made channels-last where its rows are not evenly
+// spaced), and the distance between its rows.
+std::int64_t channels_last_rows(torch::Tensor& dz) {
+  const std::int64_t stride = channels_last_row_stride(dz);
+  if (stride != 0) return stride;
+  dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
+  return dz.size(1);
+}
+
 struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
   // running_mean and running_var are updated in place; `factor` weighs this batch into them.
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
@@ -95,14 +117,8 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
       for (std::int64_t c = 0; c < shape.channels; ++c) kernels::fold_channel(m[c], v[c], w[c], b[c], epsilon, is[c], sc[c], sh[c]);
       kernels.apply(x.const_data_ptr<T>(), z.mutable_data_ptr<T>(), shape, sc, sh);
     });
-    float *rm = running_mean.mutable_data_ptr<float>(), *rv = running_var.mutable_data_ptr<float>();
-    const double unbiased = static_cast<double>(shape.rows) / static_cast<double>(shape.rows - 1);
-    const float keep = static_cast<float>(1.0 - factor), weigh = static_cast<float>(factor);
-    const float weigh_var = static_cast<float>(factor * unbiased);
-    for (std::int64_t c = 0; c < shape.channels; ++c) {
-      rm[c] = rm[c] * keep + m[c] * weigh;
-      rv[c] = rv[c] * keep + v[c] * weigh_var;
-    }
+    update_running(running_mean, running_var, m, v, shape.channels, factor,
+                   static_cast<double>(shape.rows) / static_cast<double>(shape.rows - 1));
     ctx->save_for_backward({x, weight, mean, invstd, scale, shift});
     return z;
   }
@@ -133,11 +149,7 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
                                 gamma.const_data_ptr<float>(), sdy, sdx);
       });
     } else {
-      std::int64_t dz_row_stride = channels_last_row_stride(dz);
-      if (dz_row_stride == 0) {
-        dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
-        dz_row_stride = dz.size(1);
-      }
+      const std::int64_t dz_row_stride = channels_last_rows(dz);
       dispatch(x, [&](const auto& kernels, auto* type) {
         using T = std::remove_pointer_t<decltype(type)>;
         dx = torch::empty_like(x, at::MemoryFormat::ChannelsLast);  // holds dy, then dx
@@ -187,9 +199,6 @@ struct BnSiluSyncFunction : torch::autograd::Function<BnSiluSyncFunction> {
     float *m = mean.mutable_data_ptr<float>(), *v = variance.mutable_data_ptr<float>();
     float *is = invstd.mutable_data_ptr<float>(), *sc = scale.mutable_data_ptr<float>(), *sh = shift.mutable_data_ptr<float>();
     const float *w = weight.const_data_ptr<float>(), *b = bias.const_data_ptr<float>();
-    float *rm = running_mean.mutable_data_ptr<float>(), *rv = running_var.mutable_data_ptr<float>();
-    const float keep = static_cast<float>(1.0 - factor), weigh = static_cast<float>(factor);
-    const float weigh_var = static_cast<float>(factor * total / std::max(total - 1.0, 1.0));
     for (std::int64_t c = 0; c < channels; ++c) {
       // Chan's merge: the global mean, and the within-rank plus between-rank squared deviations
       double weighted = 0;
@@ -203,9 +212,8 @@ struct BnSiluSyncFunction : torch::autograd::Function<BnSiluSyncFunction> {
       m[c] = static_cast<float>(mu);
       v[c] = static_cast<float>(squares / total);
       kernels::fold_channel(m[c], v[c], w[c], b[c], static_cast<float>(eps), is[c], sc[c], sh[c]);
-      rm[c] = rm[c] * keep + m[c] * weigh;
-      rv[c] = rv[c] * keep + v[c] * weigh_var;
     }
+    update_running(running_mean, running_var, m, v, channels, factor, total / std::max(total - 1.0, 1.0));
     torch::Tensor z = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
     dispatch(x, [&](const auto& kernels, auto* type) {
       using T = std::remove_pointer_t<decltype(type)>;
@@ -229,11 +237,7 @@ struct BnSiluSyncFunction : torch::autograd::Function<BnSiluSyncFunction> {
     const auto floats = x.options().dtype(torch::kFloat);
     torch::Tensor sums = torch::empty({2, shape.channels}, floats);
     torch::Tensor sum_dy = sums[0], sum_dy_xhat = sums[1];
-    std::int64_t dz_row_stride = channels_last_row_stride(dz);
-    if (dz_row_stride == 0) {
-      dz = dz.contiguous(at::MemoryFormat::ChannelsLast);
-      dz_row_stride = dz.size(1);
-    }
+    const std::int64_t dz_row_stride = channels_last_rows(dz);
     const float *sc = scale.const_data_ptr<float>(), *sh = shift.const_data_ptr<float>();
     const float *m = mean.const_data_ptr<float>(), *is = invstd.const_data_ptr<float>();
     torch::Tensor dx = torch::empty_like(x, at::MemoryFormat::ChannelsLast);  // holds dy, then dx
