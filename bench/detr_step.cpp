@@ -5,11 +5,11 @@
 // libreyolo 1.6.0's step.
 //   bench/detr_step [size=r18|...|x|dfine-n|...|dfine-x|deim-n|...|deim-x] [imgsz=320] [batch=4] [steps=5] [targets=6] [classes=80] [channels_last=0]
 #include "median.h"
-#include "models/detr/criterion.h"
-#include "models/detr/denoising.h"
-#include "models/detr/dfine_criterion.h"
-#include "models/detr/dfine_model.h"
-#include "models/detr/rtdetr_model.h"
+#include "models/detr_common/criterion.h"
+#include "models/detr_common/denoising.h"
+#include "models/detr_common/dfine_criterion.h"
+#include "models/detr_common/dfine_model.h"
+#include "models/rtdetr/model.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>

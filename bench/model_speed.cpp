@@ -5,7 +5,7 @@
 // interleaved; dtype bfloat16 runs under CPU autocast, as amp=true amp_dtype=bfloat16 trains.
 //   bench/model_speed [imgsz=640] [batch=8] [iterations=3] [repeat=3] [dtype=float32|bfloat16] [model=all|yolo9-t|yolox-s]
 #include "median.h"
-#include "models/registry.h"
+#include "models/detection_model.h"
 #include "nn/bn_silu.h"
 #include "train/amp.h"
 

@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 int main(int argc, char** argv) {
   const auto arg = [&](int i, int fallback) { return argc > i ? std::atoi(argv[i]) : fallback; };
   const int imgsz = arg(1, 640), batch = arg(2, 16), per_image = arg(3, 30), classes = arg(4, 80), repeat = arg(5, 5);
-  const auto variant = arg(6, 0) != 0 ? models::yolox::SimOtaVariant::Original : models::yolox::SimOtaVariant::Current;
+  const auto variant = arg(6, 0) != 0 ? models::yolo_common::SimOtaVariant::Original : models::yolo_common::SimOtaVariant::Current;
   at::manual_seed(0);
   std::vector<at::Tensor> maps;
   for (int stride : {8, 16, 32}) maps.push_back(at::zeros({1, 1, imgsz / stride, imgsz / stride}));
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < repeat + 1; ++r) {  // the first of each is warm-up
     for (const bool dense : {true, false}) {
       const auto start = Clock::now();
-      const auto assigned = models::yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides,
+      const auto assigned = models::yolo_common::simota_assign(logits, objectness, predicted, points.cells, points.strides,
                                                          targets, variant, dense);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       foreground = assigned.foreground.sum().item<double>() / batch;
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     }
   }
   nlohmann::json out{{"bench", "simota_assign"}, {"imgsz", imgsz}, {"batch", batch}, {"boxes_per_image", per_image},
-                     {"classes", classes}, {"variant", variant == models::yolox::SimOtaVariant::Original ? "original" : "current"},
+                     {"classes", classes}, {"variant", variant == models::yolo_common::SimOtaVariant::Original ? "original" : "current"},
                      {"threads", at::get_num_threads()}, {"foreground_per_image", foreground},
                      {"dense_ms", bench::median(dense_ms)}, {"cpu_per_image_ms", bench::median(per_image_ms)}};
   fmt::print("{}\n", out.dump());

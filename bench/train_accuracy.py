@@ -38,7 +38,7 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OURS = ROOT / "build" / "tools" / "libreyolo" / "libreyolo"
+OURS = pathlib.Path(os.environ.get("LIBREYOLO_BIN", ROOT / "build" / "tools" / "libreyolo" / "libreyolo"))
 REFERENCE = pathlib.Path.home() / ".local/share/libreyolo/venv/bin/libreyolo"
 VENV_PYTHON = REFERENCE.parent / "python"
 
@@ -125,7 +125,8 @@ def recipe(args, seed):
     return [*(f"{key}={value}" for key, value in family.items()), f"imgsz={args.imgsz}", f"batch={args.batch}", f"epochs={args.epochs}",
             *([f"warmup_epochs={warmup}"] if warmup is not None else []),
             *([f"no_aug_epochs={no_aug}"] if no_aug is not None else []),
-            f"eval_interval={args.eval_interval}", "workers=2", f"seed={seed}", "device=cpu", "amp=false", "exist_ok=true"]
+            f"eval_interval={args.eval_interval}", "workers=2", f"seed={seed}", "device=cpu", "amp=false", "exist_ok=true",
+            *args.set]
 
 
 def spread(values):
@@ -179,6 +180,9 @@ def main():
     parser.add_argument("--eval-interval", type=int, default=5)
     parser.add_argument("--imgsz", type=int, default=192)
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="one more training key for both CLIs (repeatable), e.g. --set nbs=8 --set aux_weight=0")
+    parser.add_argument("--synth-size", type=int, default=160, help="side of the synthetic images")
     parser.add_argument("--skip-reference", action="store_true")
     parser.add_argument("--skip-ours", action="store_true", help="train the reference only (for seeds ours already ran)")
     parser.add_argument("--work", help="keep the runs here instead of a temporary folder")
@@ -193,7 +197,7 @@ def main():
         work = pathlib.Path(args.work or tmp)
         work.mkdir(parents=True, exist_ok=True)
         dataset = work / "synth"
-        run([OURS, "data", "synth", f"out={dataset}", "synth_size=160", "quiet=true"], work)
+        run([OURS, "data", "synth", f"out={dataset}", f"synth_size={args.synth_size}", "quiet=true"], work)
         results = {"ours": [], "reference": []}
         for seed in seeds:
             name = f"ours_s{seed}"

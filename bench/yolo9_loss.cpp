@@ -11,6 +11,7 @@
 #include "models/decode.h"
 #include "models/yolo9/loss.h"
 #include "random_targets.h"
+#include "models/yolo9/decode.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

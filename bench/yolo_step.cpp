@@ -9,8 +9,9 @@
 //                   [optimizer=sgd|adamw] [clip=10]
 // (channels_last=auto: the layout the trainer picks on the CPU, Family::channels_last_on_cpu)
 #include "median.h"
+#include "core/config.h"
 #include "models/family.h"
-#include "models/registry.h"
+#include "models/detection_model.h"
 #include "models/targets.h"
 #include "train/optimizer.h"
 
@@ -54,7 +55,11 @@ int main(int argc, char** argv) {
   model.module->train();
   const bool channels_last = args["channels_last"] == "auto" ? family.channels_last_on_cpu() : args["channels_last"] == "1";
   if (channels_last) to_channels_last(*model.module);
-  const auto loss = family.make_loss({.box = 0.05, .cls = 0.5, .obj = 1.0, .image_size = imgsz, .classes = classes});
+  libreyolo::config::Config gains(libreyolo::config::command_train);  // YOLOv5's hyp.scratch-low gains (YOLOv9 reads box, cls)
+  for (const auto& [key, value] : {std::pair{"box", "0.05"}, {"cls", "0.5"}, {"obj", "1.0"}}) {
+    gains.set(key, value, libreyolo::config::Source::command_line);
+  }
+  const auto loss = family.make_loss({.image_size = imgsz, .classes = classes}, gains);
   // the trainer's optimizer: its parameter groups (BatchNorm weights, decayed weights, biases)
   const bool adamw = args["optimizer"] == "adamw";
   const double clip = std::stod(args["clip"]);

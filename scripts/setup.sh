@@ -3,7 +3,8 @@
 #   Debian packages -> a shared venv with pip torch==2.11.0 (CUDA 13.0 build) -> meson + ccache -> ninja.
 # Idempotent: every step checks first, so a second run only rebuilds what changed.
 #
-#   scripts/setup.sh                       # default: venv LibTorch, build dir ./build
+#   scripts/setup.sh --main                # what the libreyolo binary needs: its packages, LibTorch, the binary
+#   scripts/setup.sh                       # everything: also the test oracles, the test-only packages, the tests
 #   scripts/setup.sh -Dlibtorch=/opt/libtorch   # use an existing LibTorch tree, no pip torch
 #
 # Environment: LIBREYOLO_VENV (default ~/.local/share/libreyolo/venv, shared by every clone on
@@ -15,6 +16,8 @@ venv=${LIBREYOLO_VENV:-$HOME/.local/share/libreyolo/venv}
 build=${LIBREYOLO_BUILD:-$root/build}
 torch_version=2.11.0
 torchvision_version=0.26.0  # the torchvision release built against torch 2.11
+main_only=false
+if [ "${1:-}" = "--main" ]; then main_only=true; shift; fi
 meson_args=("$@")
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -25,9 +28,13 @@ packages=(
   libgloo-dev  # headers only: the declarations of c10d's Gloo backend (LibTorch holds the code)
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libturbojpeg0-dev libjpeg62-turbo-dev
   libtiff-dev libwebp-dev  # image sizes from TIFF and WebP headers, before a decode (data/image_io.cpp)
-  chromium  # test-time only: renders the profiler's timeline.html headless
-  clang libclang-rt-14-dev  # test-time only: libFuzzer for the fuzz suite (test/fuzz/fuzz.sh)
 )
+if ! $main_only; then
+  packages+=(
+    chromium  # test-time only: renders the profiler's timeline.html headless
+    clang libclang-rt-14-dev  # test-time only: libFuzzer for the fuzz suite (test/fuzz/fuzz.sh)
+  )
+fi
 have_python_venv() { command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null; }
 have_python_venv || packages+=(python3 python3-venv)
 
@@ -47,8 +54,16 @@ fi
 # and torchvision pinned, or pip would upgrade torch under our build to satisfy torchvision.
 ultralytics_version=8.4.190  # test-time oracle for precision/recall (ap_per_class)
 python_packages=("torch==$torch_version" "torchvision==$torchvision_version" "libreyolo==1.6.0" "ultralytics==$ultralytics_version" pycocotools numpy)
-# (Also with -Dlibtorch=...: the parity tests need the oracles either way.)
-if true; then
+# (Also with -Dlibtorch=...: the parity tests need the oracles either way.) --main: torch alone.
+if $main_only; then
+  if ! "$venv/bin/python3" -c 'import sys, importlib.metadata as m; sys.exit(m.version("torch").split("+")[0] != sys.argv[1])' \
+      "$torch_version" 2>/dev/null; then
+    log "installing into $venv: torch==$torch_version (the CUDA 13.0 build, ~3 GB)"
+    [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
+    "$venv/bin/python3" -m pip install -q --upgrade pip
+    "$venv/bin/python3" -m pip install -q "torch==$torch_version"
+  fi
+else
   if ! "$venv/bin/python3" - "$torch_version" "$ultralytics_version" <<'PY' 2>/dev/null; then
 import sys, importlib.metadata as m
 want = {"torch": sys.argv[1], "libreyolo": "1.6.0", "ultralytics": sys.argv[2]}
@@ -80,6 +95,11 @@ if [ ! -f "$build/build.ninja" ]; then
 elif ((${#meson_args[@]})); then
   meson configure "$build" "${meson_args[@]}" >/dev/null
 fi
-log "building"
-ninja -C "$build" >&2
+if $main_only; then
+  log "building the libreyolo binary"
+  ninja -C "$build" tools/libreyolo/libreyolo >&2
+else
+  log "building"
+  ninja -C "$build" >&2
+fi
 log "ready: $build/tools/libreyolo/libreyolo"

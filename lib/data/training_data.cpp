@@ -49,9 +49,7 @@ ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int wor
   return scan;
 }
 
-ResizeRule resize_rule_for(Recipe recipe) { return recipe == Recipe::yolox ? ResizeRule::truncate : ResizeRule::round_up; }
-
-TrainingData load_training_data(const config::Config& config, Recipe recipe) {
+TrainingData load_training_data(const config::Config& config, std::shared_ptr<const SamplePipeline> steps) {
   TrainingData data;
   data.spec = load_dataset_spec(config.get_text("data"));
   if (data.spec.train.empty()) {
@@ -62,20 +60,11 @@ TrainingData load_training_data(const config::Config& config, Recipe recipe) {
   if (config.get_bool("single_cls")) data.spec.merge_classes();
   const int workers = static_cast<int>(config.get_int("workers"));
   ScanResult scan = scan_split(data.spec, "train", workers);
-  const AugmentConfig augment = AugmentConfig::from_config(config, recipe);
-  const bool geometry_set = augment.mosaic > 0 || augment.mixup > 0 || augment.degrees > 0 || augment.shear > 0 || augment.perspective > 0;
-  if (recipe == Recipe::detr && geometry_set) {
-    log::info("mosaic, mixup, degrees, shear and perspective are ignored: the DETR pipeline (LibreYOLO's RT-DETR "
-              "transform) has HSV jitter, flips and the stretch only");
-  }
-  if ((recipe == Recipe::dfine || recipe == Recipe::deim) && (geometry_set || augment.translate > 0 || augment.hsv_prob > 0)) {
-    log::info("mosaic, mixup, hsv_prob, degrees, translate, shear and perspective are ignored: D-FINE's and DEIM's "
-              "pipeline (libreyolo 1.6.0's, which drops them too) has the photometric distortion, zoom-out and IoU "
-              "crop until aug_stop_epoch_ratio of the epochs, then flips and the stretch");
-  }
+  const AugmentConfig augment = AugmentConfig::from_config(config);
+  if (const std::string ignored = steps->ignored_options(augment); !ignored.empty()) log::info("{}", ignored);
   data.dataset = std::make_unique<DetectionDataset>(std::move(scan.images), data.spec.class_count(), augment.image_size,
-                                                    parse_cache_mode(config.get_text("cache")), resize_rule_for(recipe));
-  data.pipeline = std::make_unique<TrainPipeline>(*data.dataset, augment, static_cast<std::uint64_t>(config.get_int("seed")));
+                                                    parse_cache_mode(config.get_text("cache")), steps->resize_rule());
+  data.pipeline = std::make_unique<TrainPipeline>(*data.dataset, augment, std::move(steps), static_cast<std::uint64_t>(config.get_int("seed")));
   return data;
 }
 

@@ -1,5 +1,5 @@
 // From a resolved config to what training consumes: the dataset spec, the scanned train split
-// as a DetectionDataset (with its cache mode) and the family's augmentation pipeline.
+// as a DetectionDataset (with its cache mode) and the loader's pipeline running the family's.
 #pragma once
 
 #include "core/config.h"
@@ -21,17 +21,15 @@ ScanResult read_split(const DatasetSpec& spec, const std::string& split, int wor
 // backgrounds, K corrupt") and one warning per skipped image.
 ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int workers);
 
-// The dataset rule of a family's pipeline: LibreYOLO's YOLOX-style dataset (truncate) under the
-// yolox recipe, Ultralytics' (round_up) otherwise (the DETR recipes start from the original image).
-ResizeRule resize_rule_for(Recipe recipe);
-
 struct TrainingData {
   DatasetSpec spec;
   std::unique_ptr<DetectionDataset> dataset;
   std::unique_ptr<TrainPipeline> pipeline;
 };
 
-// Throws DataError when the train split has no valid image.
-TrainingData load_training_data(const config::Config& config, Recipe recipe);
+// The train split scanned into a dataset that resizes by `steps`' rule, and the loader's pipeline
+// running `steps` (the family's, models::Family::sample_pipeline). Throws DataError when the train
+// split has no valid image.
+TrainingData load_training_data(const config::Config& config, std::shared_ptr<const SamplePipeline> steps);
 
 }  // namespace libreyolo::data

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "data/dataset.h"
-#include "data/recipe.h"
+#include "data/input_fit.h"
 #include "data/sample.h"
 
 #include <vector>

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <charconv>
 #include <cmath>
 
@@ -60,15 +62,22 @@ std::string strip_module_prefix(const std::string& name) {
   return name.rfind("module.", 0) == 0 ? name.substr(7) : name;
 }
 
-// Family and size from a state dict's key names when the file does not say; the registry's order
-// decides where two families know a file's keys.
+// Family from a state dict's key names when the file does not say: of the families that recognise
+// one of its keys, the one of highest precedence (Family::key_precedence); none where two tie.
 std::string family_from_keys(const NamedTensors& model) {
+  const Family* found = nullptr;
+  bool tied = false;
   for (const Family* f : families()) {
-    for (const auto& [name, tensor] : model) {
-      if (f->recognises_key(name)) return std::string(f->name());
+    const bool recognised = std::any_of(model.begin(), model.end(), [&](const auto& item) { return f->recognises_key(item.first); });
+    if (!recognised) continue;
+    if (found == nullptr || f->key_precedence() > found->key_precedence()) {
+      found = f;
+      tied = false;
+    } else if (f->key_precedence() == found->key_precedence()) {
+      tied = true;
     }
   }
-  return {};
+  return found == nullptr || tied ? std::string() : std::string(found->name());
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "core/config.h"
-#include "models/registry.h"
+#include "models/detection_model.h"
 #include "models/safetensors.h"
 
 #include <ATen/core/ivalue.h>

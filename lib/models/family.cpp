@@ -2,29 +2,11 @@
 
 #include "core/error.h"
 #include "models/model_name.h"
-#include "models/detr/dfine_family.h"
-#include "models/detr/rtdetr_family.h"
-#include "models/yolo9/family.h"
-#include "models/yolox/family.h"
-#include "models/yolov5/family.h"
-#include "models/yolo7/family.h"
-#include "models/rtmdet/family.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
-#include <array>
-
 namespace libreyolo::models {
-
-// The registry: one line per family.
-std::span<const Family* const> families() {
-  // RT-DETRv4 before D-FINE: its released files hold D-FINE's keys and its own (family_from_keys)
-  static const std::array<const Family*, 9> all{&yolo9::family(),         &yolox::family(),       &yolov5::family(),
-                                                &yolo7::family(),         &rtmdet::family(),      &detr::rtdetr_family(),   &detr::rtdetrv4_family(), &detr::dfine_family(),
-                                                &detr::deim_family()};
-  return all;
-}
 
 const Family& family(std::string_view name) {
   if (name.empty()) {
@@ -48,7 +30,7 @@ std::vector<config::FamilyDefaults> family_defaults_table() {
   for (const Family* f : families()) {
     const auto common = f->option_defaults("");
     table.push_back({std::string(f->name()), common});
-    for (const auto& size : model_sizes(f->name())) {
+    for (const auto& size : f->sizes()) {
       config::FamilyDefaults own{fmt::format("{}-{}", f->name(), size), {}};
       for (const auto& entry : f->option_defaults(size)) {
         std::string_view before;

@@ -7,10 +7,11 @@
 #include "core/config.h"
 #include "core/option_help.h"
 #include "core/option_table.h"
-#include "data/recipe.h"
+#include "data/input_fit.h"
+#include "data/sample_pipeline.h"
 #include "models/decode.h"
 #include "models/loss_terms.h"
-#include "models/registry.h"
+#include "models/detection_model.h"
 #include "models/targets.h"
 
 #include <ATen/Tensor.h>
@@ -31,15 +32,17 @@ class DetectionDataset;
 
 namespace libreyolo::models {
 
-// The user-set loss gains; a family reads the ones it has.
-struct LossGains {
-  double box = 7.5, cls = 0.5, dfl = 1.5;  // YOLOv9
-  double obj = 1.0, anchor_t = 4.0;        // YOLOv5
-  int image_size = 640;                    // imgsz (YOLOv5 scales its objectness gain by it)
-  int world_size = 1;                      // data-parallel processes (YOLOv5 multiplies its loss by them)
-  std::int64_t classes = 80;               // the dataset's (a set loss scores every class)
+// What a family's loss needs of the run besides its own gains, which it reads from the resolved
+// options (make_loss).
+struct LossContext {
+  int image_size = 640;                  // imgsz (YOLOv5 scales its objectness gain by it)
+  int world_size = 1;                    // data-parallel processes (YOLOv5 multiplies its loss by them)
+  std::int64_t classes = 80;             // the dataset's (a set loss scores every class)
   GlobalNormaliser global_normaliser{};  // data-parallel training: the global batch's normaliser
   GlobalShare global_share{};            // data-parallel training: a count's global sum / world size
+  // The model's training-only branch is attached (DetectionModel::enable_branch): the loss takes
+  // the main head's maps and the branch's after them.
+  bool training_branch = false;
 };
 
 // A family's training loss with its state (YOLOX turns its L1 term on for the last epochs).
@@ -75,7 +78,12 @@ using ParameterRules = std::function<ParameterRule(std::string_view name)>;
 class Family {
  public:
   virtual ~Family() = default;
-  virtual std::string_view name() const = 0;  // "yolo9", "yolox"
+  // Registration: the name users type before the size ("yolo9" of yolo9-t), LibreYOLO's weight-file
+  // prefix (<prefix><size>.pt: "LibreYOLO9"), and the sizes. lib/models/meson.build lists the
+  // family folders; each folder's family() returns its Family.
+  virtual std::string_view name() const = 0;
+  virtual std::string_view weights_prefix() const = 0;
+  virtual std::vector<std::string> sizes() const = 0;
 
   // `class_hidden`: YOLOv9's class-tower width (0 = the head formula's); others ignore it.
   // `fine_tune`: the form the family trains from weights in (fine_tune_form), else from scratch.
@@ -98,14 +106,20 @@ class Family {
   // for inference; and that branch, named for the log.
   virtual bool is_training_only_tensor(std::string_view name) const { (void)name; return false; }
   virtual std::string_view training_only_branch() const { return {}; }
+  // Whether the model's training-only branch (DetectionModel::enable_branch) trains with these
+  // options (YOLOv9's PGI: aux_weight > 0); false where the family has none.
+  virtual bool trains_branch(const config::Config& config) const { (void)config; return false; }
   // A state dict as another implementation writes it, in the form ours loads (RTMDet: the copies
   // of the head's shared convolutions that LibreYOLO repeats under levels 1 and 2 dropped, once
   // checked equal to level 0's). Throws ModelError where the file cannot be this family's.
   virtual void normalise_tensors(std::map<std::string, at::Tensor>& tensors) const { (void)tensors; }
   // The layer groups freeze=N counts, in order, as state-dict prefixes ("backbone.conv0.").
-  virtual std::vector<std::string> freeze_groups(bool with_aux) const = 0;
+  virtual std::vector<std::string> freeze_groups(bool with_branch) const = 0;  // with_branch: the training-only branch attached
   // True when a state-dict key is this family's own (to identify a file that does not say).
   virtual bool recognises_key(std::string_view name) const = 0;
+  // Where several families recognise a file's keys, the highest precedence names it (RT-DETRv4's
+  // files hold D-FINE's keys, and D-FINE's RT-DETR's); two at the same precedence: the file is not identified.
+  virtual int key_precedence() const { return 0; }
 
   // The network input from the loader's uint8 RGB [B, 3, H, W], float32 on `device`.
   virtual at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const = 0;
@@ -138,7 +152,8 @@ class Family {
   virtual ParameterRules parameter_rules(const config::Config& config) const { (void)config; return {}; }
 
   virtual std::vector<std::string> loss_names() const = 0;
-  virtual std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const = 0;
+  // The loss, its gains read from `config` (YOLOv9's box, cls and dfl; YOLOv5's box, obj, cls and anchor_t).
+  virtual std::unique_ptr<TrainingLoss> make_loss(const LossContext& context, const config::Config& config) const = 0;
   // Measured on the CPU: oneDNN's channels-last convolutions help YOLOv9 and slow YOLOX.
   virtual bool channels_last_on_cpu() const = 0;
   // YOLOv9's recipe warms momentum up with the learning rate; YOLOX's does not.
@@ -147,8 +162,8 @@ class Family {
   // the warm-up, the losses of a window add up and weight_decay scales by batch x accumulate / nbs.
   // false: LibreYOLO's fixed windows of round(nbs / batch), each loss divided by the window.
   virtual bool ramps_nominal_batch() const { return false; }
-  // The augmentation pipeline the family trains with.
-  virtual data::Recipe augment_recipe() const = 0;
+  // The training sample pipeline the family composes (data/sample_pipeline.h): its augmentations.
+  virtual std::shared_ptr<const data::SamplePipeline> sample_pipeline() const = 0;
   // multi_scale's batch sizes where the family's reference draws them from a list (D-FINE's and
   // DEIM's: multiples of 32 within 25% of imgsz, imgsz itself repeated), until the strong
   // augmentations stop (aug_stop_epoch_ratio, no_aug_epochs); an empty list: every batch at imgsz.
@@ -198,6 +213,7 @@ std::vector<config::FamilyDefaults> family_defaults_table();
 // The family a resolved configuration trains: its model's, or where the name does not tell, the
 // table's default model's (YOLOX).
 const Family& family_of(const config::Config& config);
+// Every registered family, in lib/models/meson.build's order (generated: registered_families.cpp).
 std::span<const Family* const> families();
 
 }  // namespace libreyolo::models

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 namespace libreyolo::profile {
@@ -28,49 +29,56 @@ std::optional<Verdict> communication_verdict(const VerdictInputs& in) {
   return Verdict{.bound = "communication", .why = std::move(why), .levers = kCommunicationLevers};
 }
 
-Verdict gpu_verdict(const VerdictInputs& in) {
-  const double utilisation = std::min(in.utilisation_raw, 1.0);
+// What differs between the devices on the one ladder below: the memory-pressure rung (a GPU's
+// caching allocator), and each rung's words and levers.
+struct DeviceWords {
+  const char* waits;        // who waits on input data
+  const char* trace;        // the trace busy time comes from
+  const char* device;       // whose utilisation it measures
+  const char* trace_lever;  // what to do when that trace is missing
+  std::function<std::optional<Verdict>(const VerdictInputs&)> memory_pressure;
+  std::function<std::string(const VerdictInputs&, double utilisation)> compute_why, host_why;
+  std::function<std::string(const VerdictInputs&)> compute_levers, host_levers;
+  const char* no_amp_lever;  // added to the compute and host / launch levers of a run without AMP ("": none)
+};
+
+std::optional<Verdict> gpu_memory_pressure(const VerdictInputs& in) {
   const bool allocator_pressure = in.allocator_calls_per_step && *in.allocator_calls_per_step >= kAllocatorCallsPerStep;
   const bool over_subscribed = in.busy_measured && in.utilisation_raw > kOverSubscribedUtilisation;
-  Verdict v;
-  if (allocator_pressure || over_subscribed) {
-    v.bound = "memory-pressure";
-    v.why = allocator_pressure
-                ? fmt::format("allocator/VRAM pressure (~{:.0f} cudaMalloc/free per step); throughput and utilisation are unreliable",
-                              *in.allocator_calls_per_step)
-                : fmt::format("kernel time exceeds the step ({} busy), a sign of allocator/VRAM pressure; throughput and "
-                              "utilisation are unreliable", percent(in.utilisation_raw));
-    v.levers = "lower batch, reduce activation memory, avoid running at the OOM edge";
-  } else if (in.dataload_fraction && *in.dataload_fraction >= kDataloaderShare) {
-    v.bound = "dataloader";
-    v.why = fmt::format("the GPU waits on input data (~{} of the step)", percent(*in.dataload_fraction));
-    v.levers = kDataloaderLevers;
-  } else if (auto communication = communication_verdict(in)) {
-    v = *communication;
-  } else if (!in.busy_measured) {
-    v.bound = "unknown";
-    v.why = fmt::format("no GPU kernel trace ({}), so GPU utilisation was not measured and no compute or host/launch "
-                        "verdict is drawn", in.busy_missing_reason.empty() ? "reason unknown" : in.busy_missing_reason);
-    v.levers = "fix the trace (run without Nsight/other CUPTI users, check CUPTI permissions) and profile again";
-  } else if (utilisation >= kComputeUtilisation) {
-    v.bound = "compute";
-    v.why = fmt::format("the GPU is saturated (~{} busy)", percent(utilisation));
-    v.levers = "already GPU-bound — try AMP/bf16 or a larger model";
-  } else {
-    v.bound = "host / launch";
-    v.why = fmt::format("GPU only ~{} busy — fed too slowly: {} kernels/step at ~{:.0f}us each plus host overhead",
-                        percent(utilisation), in.kernels_per_step, in.mean_kernel_us);
-    const std::string syncs = !in.host_syncs_per_step ? "fewer per-step .item()/syncs, "
-                              : *in.host_syncs_per_step > 0
-                                  ? fmt::format("no per-step host syncs (this step has {}: each waits for the GPU to drain), ", in.host_syncs)
-                                  : "";
-    v.levers = "larger batch (amortize launches), " + syncs +
+  if (!allocator_pressure && !over_subscribed) return std::nullopt;
+  return Verdict{.bound = "memory-pressure",
+                 .why = allocator_pressure
+                            ? fmt::format("allocator/VRAM pressure (~{:.0f} cudaMalloc/free per step); throughput and utilisation are unreliable",
+                                          *in.allocator_calls_per_step)
+                            : fmt::format("kernel time exceeds the step ({} busy), a sign of allocator/VRAM pressure; throughput and "
+                                          "utilisation are unreliable", percent(in.utilisation_raw)),
+                 .levers = "lower batch, reduce activation memory, avoid running at the OOM edge"};
+}
+
+const DeviceWords& gpu_words() {
+  static const DeviceWords words{
+      .waits = "the GPU",
+      .trace = "GPU kernel trace",
+      .device = "GPU",
+      .trace_lever = "fix the trace (run without Nsight/other CUPTI users, check CUPTI permissions) and profile again",
+      .memory_pressure = gpu_memory_pressure,
+      .compute_why = [](const VerdictInputs&, double utilisation) { return fmt::format("the GPU is saturated (~{} busy)", percent(utilisation)); },
+      .host_why = [](const VerdictInputs& in, double utilisation) {
+        return fmt::format("GPU only ~{} busy — fed too slowly: {} kernels/step at ~{:.0f}us each plus host overhead",
+                           percent(utilisation), in.kernels_per_step, in.mean_kernel_us);
+      },
+      .compute_levers = [](const VerdictInputs&) { return std::string("already GPU-bound — try AMP/bf16 or a larger model"); },
+      .host_levers = [](const VerdictInputs& in) {
+        const std::string syncs = !in.host_syncs_per_step ? "fewer per-step .item()/syncs, "
+                                  : *in.host_syncs_per_step > 0
+                                      ? fmt::format("no per-step host syncs (this step has {}: each waits for the GPU to drain), ", in.host_syncs)
+                                      : "";
+        return "larger batch (amortize launches), " + syncs +
                "cuda_graph=true (one graph launch for the network's forward and backward; cuda_graph_scope=step also graphs the loss, "
                "optimizer and EMA)";
-  }
-  if (!in.dataload_fraction && v.bound != "memory-pressure") v.why += " (dataloader stall not measurable from trace alone)";
-  if (!in.amp && (v.bound == "compute" || v.bound == "host / launch")) v.levers += "; amp=false: AMP/bf16 would use Tensor Cores";
-  return v;
+      },
+      .no_amp_lever = "; amp=false: AMP/bf16 would use Tensor Cores"};
+  return words;
 }
 
 // What bfloat16 can do for a compute-bound CPU step, from the run's own measurement where it
@@ -86,38 +94,59 @@ std::string bfloat16_lever(const VerdictInputs& in) {
 
 // The CPU analogue: the training thread either waits for data, runs operators, or does
 // neither (framework overhead between operators: dispatch, allocation, bookkeeping).
-Verdict cpu_verdict(const VerdictInputs& in) {
-  const double utilisation = std::min(in.utilisation_raw, 1.0);
-  Verdict v;
-  if (in.dataload_fraction && *in.dataload_fraction >= kDataloaderShare) {
-    v.bound = "dataloader";
-    v.why = fmt::format("the training thread waits on input data (~{} of the step)", percent(*in.dataload_fraction));
-    v.levers = kDataloaderLevers;
-  } else if (auto communication = communication_verdict(in)) {
-    v = *communication;
-  } else if (!in.busy_measured) {
-    v.bound = "unknown";
-    v.why = fmt::format("no operator trace ({}), so CPU utilisation was not measured and no compute or host/launch verdict "
-                        "is drawn", in.busy_missing_reason.empty() ? "reason unknown" : in.busy_missing_reason);
-    v.levers = "profile with profile_trace=true";
-  } else if (utilisation >= kComputeUtilisation) {
-    v.bound = "compute";
-    v.why = fmt::format("the CPU is busy in operators ~{} of the step", percent(utilisation));
-    v.levers = "already compute-bound on the CPU — more cores (OMP_NUM_THREADS), a smaller imgsz or model, " +
-               bfloat16_lever(in) + "or a GPU";
-  } else {
-    v.bound = "host / launch";
-    v.why = fmt::format("operators fill only ~{} of the step; the rest ({:.1f} ms) is framework overhead between them",
-                        percent(utilisation), in.host_overhead_ms);
-    v.levers = "larger batch (amortize per-operator overhead), fewer per-step syncs and logging";
-  }
-  if (!in.dataload_fraction) v.why += " (dataloader stall not measurable from trace alone)";
-  return v;
+const DeviceWords& cpu_words() {
+  static const DeviceWords words{
+      .waits = "the training thread",
+      .trace = "operator trace",
+      .device = "CPU",
+      .trace_lever = "profile with profile_trace=true",
+      .memory_pressure = nullptr,
+      .compute_why = [](const VerdictInputs&, double utilisation) {
+        return fmt::format("the CPU is busy in operators ~{} of the step", percent(utilisation));
+      },
+      .host_why = [](const VerdictInputs& in, double utilisation) {
+        return fmt::format("operators fill only ~{} of the step; the rest ({:.1f} ms) is framework overhead between them",
+                           percent(utilisation), in.host_overhead_ms);
+      },
+      .compute_levers = [](const VerdictInputs& in) {
+        return "already compute-bound on the CPU — more cores (OMP_NUM_THREADS), a smaller imgsz or model, " + bfloat16_lever(in) +
+               "or a GPU";
+      },
+      .host_levers = [](const VerdictInputs&) { return std::string("larger batch (amortize per-operator overhead), fewer per-step syncs and logging"); },
+      .no_amp_lever = ""};
+  return words;
 }
 
 }  // namespace
 
-Verdict decide_verdict(const VerdictInputs& inputs) { return inputs.on_gpu ? gpu_verdict(inputs) : cpu_verdict(inputs); }
+// One ladder for both devices, LibreYOLO's order, the first rung that holds: memory-pressure (a GPU's
+// allocator), dataloader, communication, no verdict without a measured busy time, compute, host / launch.
+Verdict decide_verdict(const VerdictInputs& in) {
+  const DeviceWords& words = in.on_gpu ? gpu_words() : cpu_words();
+  const double utilisation = std::min(in.utilisation_raw, 1.0);
+  Verdict v;
+  if (auto pressure = words.memory_pressure ? words.memory_pressure(in) : std::nullopt) {
+    v = *pressure;
+  } else if (in.dataload_fraction && *in.dataload_fraction >= kDataloaderShare) {
+    v = {.bound = "dataloader",
+         .why = fmt::format("{} waits on input data (~{} of the step)", words.waits, percent(*in.dataload_fraction)),
+         .levers = kDataloaderLevers};
+  } else if (auto communication = communication_verdict(in)) {
+    v = *communication;
+  } else if (!in.busy_measured) {
+    v = {.bound = "unknown",
+         .why = fmt::format("no {} ({}), so {} utilisation was not measured and no compute or host/launch verdict is drawn", words.trace,
+                            in.busy_missing_reason.empty() ? "reason unknown" : in.busy_missing_reason, words.device),
+         .levers = words.trace_lever};
+  } else if (utilisation >= kComputeUtilisation) {
+    v = {.bound = "compute", .why = words.compute_why(in, utilisation), .levers = words.compute_levers(in)};
+  } else {
+    v = {.bound = "host / launch", .why = words.host_why(in, utilisation), .levers = words.host_levers(in)};
+  }
+  if (!in.dataload_fraction && v.bound != "memory-pressure") v.why += " (dataloader stall not measurable from trace alone)";
+  if (!in.amp && (v.bound == "compute" || v.bound == "host / launch")) v.levers += words.no_amp_lever;
+  return v;
+}
 
 std::string verdict_label(const std::string& bound) {
   if (bound == "dataloader") return "DATALOADER-BOUND";

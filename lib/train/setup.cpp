@@ -1,4 +1,5 @@
 #include "train/setup.h"
+#include "train/setup_stages.h"
 
 #include "core/system_info.h"
 
@@ -134,282 +135,12 @@ void Optimisation::apply_schedule(std::int64_t iteration) {
 
 namespace {
 
-bool cuda_supports_bf16(const c10::Device& device) {
-  // Ampere (compute capability 8) and later run bfloat16 natively.
-  for (const auto& d : cuda::query_cuda_info().devices) {
-    if (d.index == device.index()) return d.compute_major >= 8;
-  }
-  return false;
-}
 
-// Tensors of `tensors` whose name and shape fit `module`; the rest (a head for another class
-// count) keep their fresh values.
-std::size_t load_matching(torch::nn::Module& module, const models::NamedTensors& tensors) {
-  std::map<std::string, at::Tensor> by_name(tensors.begin(), tensors.end());
-  std::size_t loaded = 0;
-  at::NoGradGuard no_grad;
-  for (auto& [name, target] : models::state_dict(module)) {
-    const auto it = by_name.find(name);
-    if (it == by_name.end() || it->second.sizes() != target.sizes()) continue;
-    target.copy_(it->second);
-    ++loaded;
-  }
-  return loaded;
-}
 
-// min_samples (an epoch floor for tiny datasets) and class_balanced (repeat-factor weights): both
-// draw with replacement, as LibreYOLO's samplers do.
-void set_up_sampling(const config::Config& config, const data::DetectionDataset& dataset, int class_count,
-                     data::LoaderOptions& options) {
-  const auto size = dataset.size();
-  const auto min_samples = static_cast<std::size_t>(config.get_int("min_samples"));
-  if (min_samples > size) options.samples_per_epoch = min_samples;
-  if (config.get_bool("class_balanced")) {
-    if (config.get_bool("single_cls")) log::warn("class_balanced=true has no effect with single_cls=true: every label is one class");
-    options.weights = data::repeat_factors(dataset, class_count);
-    log::info("class_balanced sampling active: {} images, drawing {} samples per epoch", size, std::max(size, options.samples_per_epoch));
-  } else if (options.samples_per_epoch) {
-    log::info("min_samples={} epoch floor active: dataset has {} images; drawing {} samples per epoch", min_samples, size,
-              options.samples_per_epoch);
-  }
-}
 
-void set_up_data(Training& t) {
-  const auto& config = t.config;
-  t.inputs.data = data::load_training_data(config, models::family_of(config).augment_recipe());
-  t.inputs.class_count = t.inputs.data.spec.class_count();
-  t.inputs.image_size = t.inputs.data.dataset->image_size();
-  if (config.get_bool("val") && !t.inputs.data.spec.val.empty()) {
-    auto scan = data::scan_split(t.inputs.data.spec, "val", t.place.workers);
-    t.inputs.val_dataset = std::make_unique<data::DetectionDataset>(std::move(scan.images), t.inputs.class_count, t.inputs.image_size,
-                                                             data::parse_cache_mode(config.get_text("cache")),
-                                                             t.inputs.data.dataset->resize_rule());
-  }
-  // Each rank takes every world-th sample of the epoch's order: its batch i and the other ranks'
-  // batch i together are exactly the single-process global batch i, whatever the world size.
-  data::LoaderOptions options{.batch_size = t.place.batch_size, .workers = t.place.workers, .shuffle = true, .seed = t.place.seed,
-                              .rank = t.place.rank(), .world_size = t.place.world_size(), .pin_memory = t.place.device.is_cuda()};
-  set_up_sampling(config, *t.inputs.data.dataset, t.inputs.class_count, options);
-  auto* pipeline = t.inputs.data.pipeline.get();
-  t.inputs.loader = std::make_unique<data::Loader>(
-      [pipeline](std::size_t index, int epoch, std::span<const std::size_t> batch) { return pipeline->sample(index, epoch, batch); },
-      t.inputs.data.dataset->size(), std::move(options));
-}
 
-void set_up_model(Training& t) {
-  const auto& config = t.config;
-  models::LoadedModel& loaded = t.net.loaded;
-  loaded = models::load_model(config.get_text("model"), t.inputs.class_count, &t.checkpoint, /*note_dropped=*/!t.place.resume);
-  if (loaded.class_count != t.inputs.class_count) {  // pretrained weights for another class count: keep the backbone
-    const auto pretrained = models::state_dict(*loaded.model.module);
-    loaded.model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden);
-    loaded.fine_tune = false;  // the form is chosen below
-    const std::size_t kept = load_matching(*loaded.model.module, pretrained);
-    log::info("Transferred {}/{} tensors from {} (nc {} -> {})", kept, models::state_dict(*loaded.model.module).size(),
-              loaded.weights.string(), loaded.class_count, t.inputs.class_count);
-  }
-  if (t.place.resume && !t.checkpoint) throw UsageError("resume=true needs model= pointing at a checkpoint (runs/train/exp/weights/last.pt)");
-  const std::string pretrained = config.get_text("pretrained");
-  // A resumed run's train_config.yaml repeats the pretrained= it started from: its weights are in
-  // the checkpoint now. Only a pretrained= given with resume=true on the command line is refused.
-  if (pretrained != "true" && pretrained != "false" && t.place.resume && config.source("pretrained") == config::Source::cfg_file) {
-    log::info("resume=true: continuing the run's own weights (it started from pretrained={})", pretrained);
-  } else if (pretrained != "true" && pretrained != "false") {  // weights by name and shape from another file
-    if (t.place.resume) throw UsageError(fmt::format("pretrained={} cannot be combined with resume=true: a resumed run continues its own weights", pretrained));
-    const models::Checkpoint source = models::read_checkpoint(pretrained);
-    const std::size_t kept = load_matching(*loaded.model.module, source.model);
-    log::info("pretrained={}: transferred {}/{} tensors (matched by name and shape)", pretrained, kept,
-              models::state_dict(*loaded.model.module).size());
-  } else if (pretrained == "true" && !t.place.resume && loaded.weights.empty() &&
-             config.source("pretrained") != config::Source::table_default) {
-    log::warn("pretrained=true: model={} is an architecture, not a weights file, so {} trains from scratch; give "
-              "model=<weights>.pt (or pretrained=<weights>.pt) to start from weights", config.get_text("model"),
-              loaded.model.display_name);
-  } else if (pretrained == "false" && !t.place.resume && !loaded.weights.empty()) {
-    loaded.model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden);
-    loaded.fine_tune = false;
-    log::info("pretrained=false: training {} from scratch; the weights in {} are not loaded", loaded.model.display_name,
-              loaded.weights.string());
-  }
-  t.net.family = &models::family(loaded.name.family);
-  // Training from weights (a weights file, pretrained=<path>), the family's fine-tune form, as
-  // LibreYOLO builds a model it loads weights into (RT-DETR: the stem frozen); a resumed run keeps
-  // the form it started in, which load_model read from the checkpoint's mark (none: from scratch,
-  // the only form before).
-  const bool from_weights = t.place.resume ? loaded.fine_tune
-                                           : pretrained != "false" && (!loaded.weights.empty() || pretrained != "true");
-  const std::string form = t.net.family->fine_tune_form(loaded.name.size);
-  if (const bool fine_tune = from_weights && !form.empty(); fine_tune != loaded.fine_tune) {
-    const auto weights = models::state_dict(*loaded.model.module);
-    loaded.model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden, fine_tune);
-    loaded.fine_tune = fine_tune;
-    load_matching(*loaded.model.module, weights);
-  }
-  if (loaded.fine_tune) log::info("{} from weights: {} (LibreYOLO's fine-tune form)", loaded.model.display_name, form);
-  models::DetectionModel& model = loaded.model;
-  // PGI (YOLOv9): the auxiliary branch trains beside the main head, its losses added at aux_weight;
-  // validation and inference use the main head only. A resumed run keeps the branch it was saved with.
-  const auto* saved_train_model = t.place.resume ? t.checkpoint->extra("train_model") : nullptr;
-  const models::NamedTensors train_weights = saved_train_model ? models::tensors_of(*saved_train_model) : models::NamedTensors{};
-  t.net.use_aux = model.enable_aux && config.get_real("aux_weight") > 0;
-  if (t.net.use_aux && t.place.resume) {
-    const auto& source = saved_train_model ? train_weights : t.checkpoint->model;
-    t.net.use_aux = std::any_of(source.begin(), source.end(), [&](const auto& item) { return t.net.family->is_training_only_tensor(item.first); });
-    if (!t.net.use_aux) log::info("Resuming a run saved without the PGI auxiliary branch: training on without it");
-  }
-  if (t.net.use_aux) model.enable_aux();
-  t.net.aux_weight = t.net.use_aux ? config.get_real("aux_weight") : 0.0;
-  if (saved_train_model) {
-    models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(train_weights.begin(), train_weights.end()), true);
-  }
-  t.net.frozen = freeze_layers(*model.module, config.get_text("freeze"), t.net.family->freeze_groups(t.net.use_aux));
-  if (!t.place.resume) {
-    const std::string fitted = t.net.family->fit_to_labels(*model.module, *t.inputs.data.dataset, t.inputs.image_size, config);
-    if (!fitted.empty()) log::info("{}", fitted);
-  }
-  model.module->to(t.place.device);
-  t.net.set_train_mode();
-  if (t.place.dist && config.get_bool("sync_bn")) {
-    const std::size_t layers = nn::set_batch_norm_sync(*model.module, std::make_shared<SyncBatchNorm>(*t.place.dist));
-    log::info("sync_bn: {} BatchNorm layers normalise over the global batch of {} processes{}", layers, t.place.world_size(),
-              t.place.device.is_cpu() ? std::string(" (2 small all-reduces per layer and step; over Gloo they can cost more than the "
-                                              "step itself: sync_bn=false averages the statistics before validation instead)")
-                                : std::string());
-  } else if (t.place.dist && t.place.batch_size < 16) {  // LibreYOLO's warning
-    log::warn("sync_bn=false with {} images per process: BatchNorm statistics come from small batches; sync_bn=true "
-              "computes them over the global batch", t.place.batch_size);
-  }
-  const std::string layout = config.get_text("channels_last");
-  // auto: measured per family on the CPU (see the option's help); not measured on a GPU yet
-  t.net.channels_last = layout == "true" || (layout == "auto" && t.place.device.is_cpu() && t.net.family->channels_last_on_cpu());
-  if (t.net.channels_last) models::to_channels_last(*model.module);
-  std::int64_t parameters = 0;
-  for (const auto& p : model.module->parameters()) parameters += p.numel();
-  log::info("{}: {} parameters, device {}{}", model.display_name, parameters, t.place.device.str(), t.net.channels_last ? ", channels-last" : "");
 
-  if (config.get_bool("ema")) {
-    t.net.ema_model = models::build_model(loaded.name, t.inputs.class_count, loaded.class_hidden, loaded.fine_tune);
-    if (t.net.use_aux) t.net.ema_model.enable_aux();
-    t.net.ema_model.module->to(t.place.device);
-    if (t.net.channels_last) models::to_channels_last(*t.net.ema_model.module);
-    t.net.ema = std::make_unique<ModelEma>(*model.module, t.net.ema_model.module, config.get_real("ema_decay"), config.get_real("ema_tau"));
-    if (t.place.resume) {
-      std::map<std::string, at::Tensor> weights(t.checkpoint->model.begin(), t.checkpoint->model.end());
-      models::load_state_dict(*t.net.ema_model.module, weights, true);
-      if (const auto* updates = t.checkpoint->extra("ema_updates")) t.net.ema->set_updates(updates->toInt());
-    }
-  }
-  models::GlobalNormaliser global_normaliser;
-  models::GlobalShare global_share;
-  if (t.place.dist) {
-    global_normaliser = [dist = t.place.dist](const at::Tensor& local) {
-      at::Tensor total = local.detach().to(at::kFloat).clone();
-      dist->sum(total);
-      return total.clamp_min(1.0) / dist->world_size();
-    };
-    global_share = [dist = t.place.dist](const at::Tensor& local) {
-      at::Tensor total = local.detach().to(at::kFloat).clone();
-      dist->sum(total);
-      return total / dist->world_size();
-    };
-    *model.batch_share = {.rank = t.place.dist->rank(), .world_size = t.place.dist->world_size(),
-                          .global_max = [dist = t.place.dist](std::int64_t local) {
-                            at::Tensor value = at::scalar_tensor(static_cast<double>(local), at::kDouble);
-                            dist->max(value);
-                            return static_cast<std::int64_t>(value.item<double>());
-                          }};
-  }
-  t.net.loss = t.net.family->make_loss({.box = config.get_real("box"), .cls = config.get_real("cls"), .dfl = config.get_real("dfl"),
-                                        .obj = config.get_real("obj"), .anchor_t = config.get_real("anchor_t"),
-                                        .image_size = t.inputs.image_size, .world_size = t.place.world_size(),
-                                        .classes = t.inputs.class_count, .global_normaliser = global_normaliser,
-                                        .global_share = global_share});
-}
 
-void set_up_optimizer(Training& t, const TrainState& state) {
-  const auto& config = t.config;
-  if (config.get_text("optimizer") == "sgd" && config.get_bool("nesterov") && config.get_real("momentum") <= 0) {
-    throw UsageError(fmt::format("nesterov=true needs momentum > 0 (momentum={}); set a momentum such as 0.937, or nesterov=false",
-                                 config.get_real("momentum")));
-  }
-  const auto groups = parameter_groups(*t.net.model().module, t.net.family->parameter_rules(config));
-  t.optim.lr_multipliers = groups.lr_multipliers();
-  t.optim.bias_group = groups.bias_group();
-  t.optim.warmup_bias_lr = config.get_real("warmup_bias_lr");
-  const double weight_decay = config.get_real("weight_decay") * state.weight_decay_scale;
-  t.optim.optimizer = make_optimizer(groups, {.name = config.get_text("optimizer"),
-                                        .lr0 = config.get_real("lr0"),
-                                        .momentum = config.get_real("momentum"),
-                                        .nesterov = config.get_bool("nesterov"),
-                                        .weight_decay = weight_decay});
-  log::info("Optimizer: {}", config.get_text("optimizer"));
-  if (groups.ruled.empty()) {
-    log::info("  - pg0 (BN): {} params", groups.bn.size());
-    log::info("  - pg1 (Conv, wd={}): {} params", weight_decay, groups.weights.size());
-    log::info("  - pg2 (Bias): {} params", groups.biases.size());
-  }
-  for (std::size_t g = 0; g < groups.ruled.size(); ++g) {
-    const auto& group = groups.ruled[g];
-    log::info("  - pg{}: lr={:g}, wd={:g}, {} params", g, config.get_real("lr0") * group.rule.lr_multiplier,
-              group.rule.decay ? weight_decay : 0.0, group.params.size());
-  }
-
-  ScheduleOptions schedule_options{.kind = config.get_text("scheduler"),
-                                   .lr0 = config.get_real("lr0"),
-                                   .warmup_epochs = config.get_real("warmup_epochs"),
-                                   .warmup_lr_start = config.get_real("warmup_lr_start"),
-                                   .min_lr_ratio = config.get_real("min_lr_ratio"),
-                                   .no_aug_epochs = static_cast<int>(config.get_int("no_aug_epochs")),
-                                   .steps_per_epoch = state.steps_per_epoch(),
-                                   .epochs = state.epochs,
-                                   .warmup_momentum = std::nullopt,
-                                   .momentum = config.get_real("momentum")};
-  if (t.net.family->warms_up_momentum()) schedule_options.warmup_momentum = config.get_real("warmup_momentum");
-  t.optim.schedule.emplace(schedule_options);
-  t.optim.clip = config.get_real("clip_max_norm");
-}
-
-void set_up_amp(Training& t) {
-  const auto& config = t.config;
-  const bool amp_requested = config.get_bool("amp");
-  const std::string amp_dtype_name = config.get_text("amp_dtype");
-  t.precision.amp_dtype = amp_dtype_name == "bfloat16" ? c10::kBFloat16 : c10::kHalf;
-  if (amp_requested && t.place.device.is_cuda()) {
-    if (t.precision.amp_dtype == c10::kBFloat16 && !cuda_supports_bf16(t.place.device)) {
-      throw UsageError(fmt::format("amp_dtype=bfloat16 needs a GPU with bfloat16 support; {} has none: use amp_dtype=float16",
-                                   t.place.device.str()));
-    }
-    t.precision.autocast = true;
-    log::info("Using mixed precision training (AMP, dtype={})", amp_dtype_name);
-  } else if (amp_requested && !t.place.device.is_cuda()) {
-    if (t.precision.amp_dtype == c10::kBFloat16 && cpu_has_bf16()) {
-      t.precision.autocast = true;
-      if (t.precision.cpu_bf16_speedup) {
-        const CpuBf16Note note = cpu_bf16_note(*t.precision.cpu_bf16_speedup, cpu_has_amx());
-        if (note.warn) {
-          log::warn("{}", note.line);
-        } else {
-          log::info("{}", note.line);
-        }
-      } else {
-        log::info("Using CPU mixed precision (autocast bfloat16)");
-      }
-    } else if (t.precision.amp_dtype == c10::kBFloat16) {
-      log::info("amp_dtype=bfloat16: this CPU has no native bfloat16 (avx512_bf16/amx); training in float32");
-    } else if (config.source("amp") == config::Source::command_line) {
-      log::info("amp on the CPU uses amp_dtype=bfloat16 only; training in float32");
-    }
-  }
-  t.precision.scaler = std::make_unique<GradScaler>(t.precision.autocast && t.place.device.is_cuda() && t.precision.amp_dtype == c10::kHalf);
-  if (t.net.family) {  // the family's word on its precision (D-FINE: why AMP is off, float16's range)
-    const auto note = t.net.family->precision_note(amp_requested, t.precision.amp_dtype == c10::kHalf);
-    if (note.warning) {
-      log::warn("{}", note.text);
-    } else if (!note.text.empty()) {
-      log::info("{}", note.text);
-    }
-  }
-}
 
 // Optimizer, scaler and RNG from the checkpoint a resumed run continues.
 void restore_resume_state(Training& t, TrainState& state) {
@@ -427,77 +158,7 @@ void restore_resume_state(Training& t, TrainState& state) {
             state.start_batch ? fmt::format(", batch {}/{}", state.start_batch, state.batches_per_epoch) : "");
 }
 
-// cuda_graph=true: a graph manager for the network, or LibreYOLO's one line saying why not.
-void set_up_cuda_graph(Training& t) {
-  if (!t.config.get_bool("cuda_graph")) {
-    if (t.config.differs_from_default("cuda_graph_scope")) {
-      log::info("cuda_graph_scope={} ignored: it applies with cuda_graph=true", t.config.get_text("cuda_graph_scope"));
-    }
-    return;
-  }
-  std::string missing;
-  auto backend = t.place.device.is_cuda() ? make_cuda_graph_backend(t.place.device.index(), missing) : make_cpu_capture_backend_for_tests();
-  const auto reason = graph_gate_reason({.cuda_device = t.place.device.is_cuda() || backend != nullptr,
-                                         .backend_available = backend != nullptr,
-                                         .backend_missing_reason = missing,
-                                         // the YOLO networks are tensors in, tensors out; a DETR's decoder takes the
-                                         // targets: its region (backbone and encoder) is captured when the model splits there
-                                         .family_supported = t.net.family->graph_region() == models::GraphRegion::network ||
-                                                             static_cast<bool>(t.net.model().train_region.run),
-                                         .family = std::string(t.net.family->name())});
-  if (reason) {
-    log::info("cuda_graph=true ignored ({}); training runs eager.", *reason);
-    return;
-  }
-  const auto& scales = t.inputs.batch_scales;
-  if (t.inputs.multi_scale && (!scales || !scales->sizes.empty())) {  // the training-performance guide's line
-    log::info("cuda_graph with multi_scale: each batch takes one of {} sizes, so no shape may recur often enough to be "
-              "captured (a shape's 3rd batch is); multi_scale=false is the lever",
-              scales ? fmt::format("{}", std::set<int>(scales->sizes.begin(), scales->sizes.end()).size()) : std::string("many"));
-  }
-  if (t.place.device.is_cuda()) t.graphs.stream = use_capture_stream(t.place.device.index());
-  const bool whole_network = t.net.family->graph_region() == models::GraphRegion::network;
-  const std::string region = whole_network ? "the network" : "the backbone and encoder";
-  const std::string scope = t.config.get_text("cuda_graph_scope");
-  const int level = scope == "network" ? 0 : scope == "loss" ? 1 : scope == "optimizer" ? 2 : 3;
-  GraphOptions options{.loss = level >= 1, .optimizer = level >= 2, .ema = level >= 3};
-  if (options.loss) {
-    std::string obstacle = t.net.loss->capture_obstacle();
-    if (obstacle.empty() && t.place.dist) obstacle = "the data-parallel gradient reducer runs outside graphs";
-    if (!obstacle.empty()) {
-      log::info("cuda_graph_scope={}: {}'s loss stays eager ({}); {}'s forward and backward are graphed instead",
-                scope, t.net.family->name(), obstacle, region);
-      options.loss = false;
-    }
-  }
-  t.graphs.label_slots = options.loss ? t.config.get_int("max_labels") : 0;
-  std::string unused;
-  auto val_backend = t.place.device.is_cuda() ? make_cuda_graph_backend(t.place.device.index(), unused) : make_cpu_capture_backend_for_tests();
-  if (val_backend) t.graphs.validation = std::make_unique<InferenceGraphs>(std::move(val_backend));
-  t.graphs.training = std::make_unique<GraphManager>(std::move(backend), options);
-  const std::string optimizer = !options.optimizer ? "the optimizer and EMA stay eager"
-                                : options.ema ? "the optimizer step with EMA is a second graph, captured on the 3rd step"
-                                              : "the optimizer step is a second graph, captured on the 3rd step; EMA stays eager";
-  if (options.loss) {
-    log::info("cuda_graph: forward, loss and backward are one graph, captured on the 3rd batch of a shape after 3 warm-up runs "
-              "(targets padded to max_labels={} per image, the most the pipeline keeps); {}", t.graphs.label_slots, optimizer);
-  } else {
-    log::info("cuda_graph: {}'s forward and backward are captured on the 3rd batch of a shape, after 3 warm-up runs; {} eager; {}",
-              region, whole_network ? "the loss stays" : "the decoder (its denoising queries follow each batch's targets) and the loss stay",
-              optimizer);
-  }
-}
 
-// What the graphs capture takes the forms a GPU runs, on any device: lr, momentum and the EMA
-// decay read from device tensors, the loss's static shapes. On a GPU they are its forms anyway; on
-// a CPU only the tests get here (their capture backend, which refuses host reads as CUDA does, or
-// device_forms_for_tests for the eager run a graphed one is compared with).
-void use_device_forms(Training& t) {
-  const bool all = device_forms_for_tests();
-  if (all || (t.graphs.training && t.graphs.training->graphs_optimizer())) dynamic_cast<CapturableOptimizer&>(*t.optim.optimizer).use_device_tensors(true);
-  if (t.net.ema && (all || (t.graphs.training && t.graphs.training->graphs_ema()))) t.net.ema->use_device_tensors(true);
-  if (all || (t.graphs.training && t.graphs.training->graphs_loss())) t.net.loss->use_static_shapes();
-}
 
 // deterministic=true: the kernel choices that make a GPU run repeat (Ultralytics' init_seeds with
 // deterministic): cuDNN's deterministic algorithms without autotuning, ATen's deterministic forms
@@ -543,8 +204,8 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
       ((config.get_bool("amp") && config.get_text("amp_dtype") == "bfloat16") || config.get_bool("profile"))) {
     t->precision.cpu_bf16_speedup = measure_cpu_bf16_speedup();
   }
-  set_up_data(*t);
-  set_up_model(*t);
+  set_up_data(config, t->place, t->inputs);
+  set_up_model(config, t->place, t->inputs, t->checkpoint, t->net);
   state.epochs = static_cast<int>(config.get_int("epochs"));
   state.batches_per_epoch = static_cast<std::int64_t>(t->inputs.loader->batches_per_epoch());
   if (!config.is_none("nbs")) {
@@ -574,10 +235,10 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   }
   state.metric_name = config.get_text("best_metric");
   state.reset_epoch_sums();
-  set_up_optimizer(*t, state);
-  set_up_amp(*t);
-  set_up_cuda_graph(*t);
-  use_device_forms(*t);
+  set_up_optimizer(config, state, t->net, t->optim);
+  set_up_amp(config, t->place, t->net, t->precision);
+  set_up_cuda_graph(config, t->place, t->inputs, t->net, t->graphs);
+  use_device_forms(t->net, t->optim, t->graphs);
   if (t->place.resume) restore_resume_state(*t, state);
   t->optim.apply_schedule(state.schedule_iteration());
 

@@ -69,8 +69,7 @@ struct Inputs {
 struct Network {
   const models::Family* family = nullptr;
   models::LoadedModel loaded;        // the trained model and its name
-  bool use_aux = false;              // YOLOv9's PGI branch trains beside the main head
-  double aux_weight = 0;
+  bool use_branch = false;           // the model's training-only branch trains beside it (Family::trains_branch)
   bool channels_last = false;
   FrozenLayers frozen;               // freeze=
   std::unique_ptr<ModelEma> ema;     // null with ema=false
@@ -78,6 +77,7 @@ struct Network {
   std::unique_ptr<models::TrainingLoss> loss;
 
   models::DetectionModel& model() { return loaded.model; }
+  const models::DetectionModel& model() const { return loaded.model; }
   // The trained model in train mode (frozen BatchNorm layers stay in eval mode).
   void set_train_mode() { frozen.set_train_mode(*loaded.model.module); }
   // The weights that are validated and saved: the EMA's when there is one.

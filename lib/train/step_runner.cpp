@@ -44,12 +44,7 @@ std::vector<at::Tensor> network_outputs(Network& net, Graphs& graphs, const at::
         graphs.training->forward(input, region.run, [&region] { return capture_tensors(region.modules); });
     return region.rest(input, features, targets);
   }
-  const NetworkFunction network = [&](const at::Tensor& x) {
-    if (!net.use_aux) return model.forward(x);
-    auto [maps, aux_maps] = model.forward_aux(x);
-    maps.insert(maps.end(), aux_maps.begin(), aux_maps.end());
-    return maps;
-  };
+  const NetworkFunction network = [&](const at::Tensor& x) { return net.use_branch ? model.forward_branch(x) : model.forward(x); };
   if (!graphed) return network(input);
   return graphs.training->forward(input, network, [&model] { return capture_tensors({model.module}); });
 }
@@ -71,15 +66,7 @@ models::LossTerms EagerStepRunner::forward_and_loss(const at::Tensor& input, con
                                                     bool network_graph) {
   AutocastGuard guard(device_.type(), precision_.amp_dtype, precision_.autocast, /*cache=*/!graphs_.training);
   const models::TrainingLoss& loss = *net_.loss;
-  std::vector<at::Tensor> outputs = network_outputs(net_, graphs_, input, targets, network_graph);
-  if (!net_.use_aux) return loss(outputs, targets);
-  const auto half = static_cast<std::ptrdiff_t>(outputs.size() / 2);
-  const std::vector<at::Tensor> maps(outputs.begin(), outputs.begin() + half), aux_maps(outputs.begin() + half, outputs.end());
-  models::LossTerms terms = loss(maps, targets);
-  const models::LossTerms aux_terms = loss(aux_maps, targets);
-  terms.total = terms.total + net_.aux_weight * aux_terms.total;  // LibreYOLO: every term main + w * aux
-  for (auto& [name, value] : terms.parts) value = value + net_.aux_weight * aux_terms.part(name);
-  return terms;
+  return loss(network_outputs(net_, graphs_, input, targets, network_graph), targets);
 }
 
 models::LossTerms EagerStepRunner::eager(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor) {

@@ -21,7 +21,7 @@
 #include "eval/validator.h"
 #include "models/family.h"
 #include "models/model_name.h"
-#include "models/registry.h"
+#include "models/detection_model.h"
 #include "train/cuda_graph.h"
 #include "train/sync_batch_norm.h"
 

@@ -1,7 +1,7 @@
-// Our linear assignment (models/detr/linear_assignment.h) against SciPy's linear_sum_assignment on
+// Our linear assignment (models/detr_common/linear_assignment.h) against SciPy's linear_sum_assignment on
 // the matrices of make_assignment_reference.py: the very same pairs, ties included.
 //   assignment_parity_test DIR
-#include "models/detr/linear_assignment.h"
+#include "models/detr_common/linear_assignment.h"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>

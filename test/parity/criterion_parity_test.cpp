@@ -2,7 +2,7 @@
 // on the same decoder, encoder and denoising outputs, every weighted term (main, _aux_<i>, _dn_<i>;
 // the matcher's assignment included) and the gradient of the total with respect to every output.
 //   criterion_parity_test DIR
-#include "models/detr/criterion.h"
+#include "models/detr_common/criterion.h"
 #include "models/safetensors.h"
 #include "module_parity.h"
 

@@ -4,7 +4,7 @@
 // proposals, the denoising queries per layer), the gradients of every parameter and the updated
 // running statistics equal the reference's.
 //   decoder_parity_test DIR
-#include "models/detr/rtdetr_decoder.h"
+#include "models/detr_common/rtdetr_decoder.h"
 #include "models/safetensors.h"
 #include "detr_levels.h"
 #include "module_parity.h"

@@ -2,7 +2,7 @@
 // from the same random draws, the same noised labels, the same noised boxes bit for bit, the same
 // attention mask, positives and group count; no queries for a batch without targets.
 //   denoising_parity_test DIR
-#include "models/detr/denoising.h"
+#include "models/detr_common/denoising.h"
 #include "models/safetensors.h"
 #include "module_parity.h"
 

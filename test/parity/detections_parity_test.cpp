@@ -2,7 +2,7 @@
 // (make_detections_reference.py): per image the same boxes bit for bit, scores and classes, in the
 // same order, for several confidences and caps.
 //   detections_parity_test DIR
-#include "models/detr/postprocess.h"
+#include "models/detr_common/postprocess.h"
 #include "models/safetensors.h"
 #include "module_parity.h"
 

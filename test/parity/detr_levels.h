@@ -3,8 +3,8 @@
 // level (last, aux<i>, dn<i>) with the weighted sum whose gradients the checkers compare.
 #pragma once
 
-#include "models/detr/criterion.h"
-#include "models/detr/denoising.h"
+#include "models/detr_common/criterion.h"
+#include "models/detr_common/denoising.h"
 #include "module_parity.h"
 
 #include <ATen/ATen.h>

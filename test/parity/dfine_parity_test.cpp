@@ -7,8 +7,8 @@
 // every term of the set loss on those outputs (each level's Hungarian matching, the union of
 // matches, FGL and DDF included) and the gradients of every trainable parameter equal the reference's.
 //   dfine_parity_test DIR
-#include "models/detr/dfine_criterion.h"
-#include "models/detr/dfine_model.h"
+#include "models/detr_common/dfine_criterion.h"
+#include "models/detr_common/dfine_model.h"
 #include "models/safetensors.h"
 #include "detr_levels.h"
 #include "module_parity.h"

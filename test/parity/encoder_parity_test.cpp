@@ -4,7 +4,7 @@
 // maps, and the updated running statistics equal the reference's (RT-DETR-r18's widths and r50's
 // with a fixed eval size; D-FINE-n's two levels and D-FINE-s's three, with a fixed eval size).
 //   encoder_parity_test DIR
-#include "models/detr/hybrid_encoder.h"
+#include "models/detr_common/hybrid_encoder.h"
 #include "models/safetensors.h"
 #include "module_parity.h"
 

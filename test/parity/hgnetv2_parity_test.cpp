@@ -4,7 +4,7 @@
 // (strict), and on the same input the eval outputs, the train-mode outputs, the gradient of every
 // trainable parameter and the updated running statistics equal the reference's.
 //   hgnetv2_parity_test DIR
-#include "models/detr/hgnetv2.h"
+#include "models/detr_common/hgnetv2.h"
 #include "models/safetensors.h"
 #include "module_parity.h"
 

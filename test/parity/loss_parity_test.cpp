@@ -39,7 +39,7 @@ bool run_family(const std::string& dir, const std::string& family) {
       total = terms.total;
       parts = terms.parts;
     } else {
-      yolox::LossOptions options;
+      yolo_common::SimOtaLossOptions options;
       options.use_l1 = io.at(name + ".use_l1").item<double>() != 0;
       auto terms = yolox::loss(maps, targets, options);
       total = terms.total;

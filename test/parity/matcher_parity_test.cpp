@@ -2,7 +2,7 @@
 // make_matcher_reference.py): the [B, Q, T] cost equals the reference's bit for bit, and every
 // image's assignment is the reference's (SciPy's) pair for pair, ties included.
 //   matcher_parity_test DIR
-#include "models/detr/matcher.h"
+#include "models/detr_common/matcher.h"
 #include "models/safetensors.h"
 #include "module_parity.h"
 

@@ -3,7 +3,7 @@
 // every trainable parameter and the updated running statistics equal the reference's, for depths
 // 18, 34, 50 (frozen norms) and 101.
 //   presnet_parity_test DIR
-#include "models/detr/presnet.h"
+#include "models/detr_common/presnet.h"
 #include "models/safetensors.h"
 #include "module_parity.h"
 

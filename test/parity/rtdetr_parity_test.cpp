@@ -5,7 +5,7 @@
 // the gradients of every trainable parameter equal the reference's, and so does every term of the
 // loss on those outputs (the Hungarian matching of each level included).
 //   rtdetr_parity_test DIR
-#include "models/detr/rtdetr_model.h"
+#include "models/rtdetr/model.h"
 #include "models/safetensors.h"
 #include "detr_levels.h"
 #include "module_parity.h"

@@ -41,7 +41,7 @@ const std::vector<std::unique_ptr<Built>>& built() {
       auto entry = std::make_unique<Built>();
       entry->model = model;
       entry->family = &models::family_of(config);
-      entry->data = data::load_training_data(config, entry->family->augment_recipe());
+      entry->data = data::load_training_data(config, entry->family->sample_pipeline());
       out.push_back(std::move(entry));
     }
     return out;

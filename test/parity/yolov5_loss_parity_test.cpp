@@ -8,8 +8,8 @@
 // The reference file comes from make_yolov5_loss_reference.py.
 //   yolov5_loss_parity_test DIR
 #include "models/targets.h"
-#include "models/yolov5/loss.h"
-#include "models/yolov5/model.h"
+#include "models/yolo5/loss.h"
+#include "models/yolo5/model.h"
 #include "module_parity.h"
 
 #include <ATen/ATen.h>
@@ -24,7 +24,7 @@ constexpr double kGradientTolerance = 1e-4;
 bool run_case(const parity::Tensors& io, const std::string& key) {
   const at::Tensor config = io.at(key + ".config");
   const int classes = static_cast<int>(config[0].item<double>()), image_size = static_cast<int>(config[1].item<double>());
-  yolov5::LossOptions options = yolov5::scaled_gains(0.05, 1.0, 0.5, classes, image_size);
+  yolo5::LossOptions options = yolo5::scaled_gains(0.05, 1.0, 0.5, classes, image_size);
   options.label_smoothing = io.at(key + ".smoothing")[0].item<double>();
   const at::Tensor input = io.at(key + ".input");
   const std::int64_t batch = input.size(0), height = input.size(2), width = input.size(3);
@@ -36,7 +36,7 @@ bool run_case(const parity::Tensors& io, const std::string& key) {
     ok = ok && pass;
   };
 
-  yolov5::Model model("n", classes);
+  yolo5::Model model("n", classes);
   load_state_dict(*model, parity::with_prefix(io, key + ".w."), /*strict=*/true);
   model->eval();  // BatchNorm on its running statistics: nothing the reference did not do moves them
   const at::Tensor anchors = model->forward(input).back().detach();
@@ -47,9 +47,9 @@ bool run_case(const parity::Tensors& io, const std::string& key) {
   const at::Tensor images = rows.div(targets.slots(), "floor");
   const at::Tensor box_classes = targets.classes.flatten().index_select(0, rows);
   for (int level = 0; level < 3; ++level) {
-    const std::int64_t stride = yolov5::kStrides[level];
-    const yolov5::LevelTargets t =
-        yolov5::build_targets(boxes / stride, images, anchors[level], width / stride, height / stride, options.anchor_t);
+    const std::int64_t stride = yolo5::kStrides[level];
+    const yolo5::LevelTargets t =
+        yolo5::build_targets(boxes / stride, images, anchors[level], width / stride, height / stride, options.anchor_t);
     const at::Tensor ours = at::stack({t.image, t.anchor, t.gj, t.gi, box_classes.index_select(0, t.box)});
     const at::Tensor theirs = io.at(fmt::format("{}.match{}", key, level));
     const bool same = ours.sizes() == theirs.sizes() && at::equal(ours, theirs);
@@ -66,7 +66,7 @@ bool run_case(const parity::Tensors& io, const std::string& key) {
     maps.push_back(theirs.permute({0, 1, 4, 2, 3}).reshape({batch, -1, theirs.size(2), theirs.size(3)}).contiguous().requires_grad_(true));
   }
   maps.push_back(anchors);
-  const LossTerms terms = yolov5::loss(maps, targets, options);
+  const LossTerms terms = yolo5::loss(maps, targets, options);
   terms.total.backward();
   report("loss", parity::difference(terms.total.reshape({1}), io.at(key + ".loss")), kTolerance);
   const at::Tensor items = io.at(key + ".items");
@@ -74,7 +74,7 @@ bool run_case(const parity::Tensors& io, const std::string& key) {
   for (int k = 0; k < 3; ++k) report(names[k], parity::difference(terms.part(names[k]).reshape({1}), items.slice(0, k, k + 1)), kTolerance);
   for (int level = 0; level < 3; ++level) {
     const at::Tensor theirs = io.at(fmt::format("{}.map_grad{}", key, level));
-    const at::Tensor ours = maps[level].grad().view({batch, yolov5::kAnchorsPerLevel, -1, theirs.size(2), theirs.size(3)}).permute({0, 1, 3, 4, 2});
+    const at::Tensor ours = maps[level].grad().view({batch, yolo5::kAnchorsPerLevel, -1, theirs.size(2), theirs.size(3)}).permute({0, 1, 3, 4, 2});
     const double scale = theirs.abs().max().item<double>();
     report(fmt::format("level {} map gradient (relative to its largest, {:.3g})", level, scale),
            (ours - theirs).abs().max().item<double>() / scale, kTolerance);
@@ -82,7 +82,7 @@ bool run_case(const parity::Tensors& io, const std::string& key) {
 
   // through the network (eval mode): every parameter's gradient
   const auto network_maps = model->forward(input);
-  yolov5::loss(network_maps, targets, options).total.backward();
+  yolo5::loss(network_maps, targets, options).total.backward();
   const parity::Tensors reference = parity::with_prefix(io, key + ".grad.");
   const parity::WorstGradient gradients = parity::largest_relative_gradient_difference(*model, reference);
   report(fmt::format("parameter gradients (largest difference relative to the tensor's largest entry, {} tensors; worst {})",

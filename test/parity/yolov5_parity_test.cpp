@@ -8,8 +8,9 @@
 // The reference file comes from make_yolov5_reference.py.
 //   yolov5_parity_test DIR
 #include "models/decode.h"
-#include "models/yolov5/model.h"
+#include "models/yolo5/model.h"
 #include "module_parity.h"
+#include "models/yolo_common/anchor_decode.h"
 
 #include <ATen/ATen.h>
 
@@ -22,15 +23,15 @@ constexpr double kNoiseFactor = 10;
 
 // Our [B, anchors x (5 + nc), H, W] map in yolov5's layout [B, anchors, H, W, 5 + nc].
 at::Tensor as_yolov5(const at::Tensor& map) {
-  const std::int64_t b = map.size(0), h = map.size(2), w = map.size(3), outputs = map.size(1) / yolov5::kAnchorsPerLevel;
-  return map.view({b, yolov5::kAnchorsPerLevel, outputs, h, w}).permute({0, 1, 3, 4, 2}).contiguous();
+  const std::int64_t b = map.size(0), h = map.size(2), w = map.size(3), outputs = map.size(1) / yolo5::kAnchorsPerLevel;
+  return map.view({b, yolo5::kAnchorsPerLevel, outputs, h, w}).permute({0, 1, 3, 4, 2}).contiguous();
 }
 
 bool run_case(const parity::Tensors& io, const std::string& key) {
   const at::Tensor config = io.at(key + ".config");
   const std::string size(1, "nsmlx"[config[0].item<int>()]);
   const int classes = config[1].item<int>();
-  yolov5::Model model(size, classes);
+  yolo5::Model model(size, classes);
   load_state_dict(*model, parity::with_prefix(io, key + ".w."), /*strict=*/true);
   const at::Tensor input = io.at(key + ".input");
   bool ok = true;

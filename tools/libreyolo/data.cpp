@@ -146,7 +146,7 @@ int run_data_synth(const Arguments& arguments) {
 int run_data_preview(const Arguments& arguments) {
   const auto config = data_config(arguments);
   if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data preview data=... out=preview.jpg");
-  const auto training = data::load_training_data(config, models::family_of(config).augment_recipe());
+  const auto training = data::load_training_data(config, models::family_of(config).sample_pipeline());
   const int count = static_cast<int>(std::min<std::int64_t>(config.get_int("preview_images"),
                                                             static_cast<std::int64_t>(training.dataset->size())));
   std::vector<cv::Mat> drawn;
@@ -162,7 +162,7 @@ int run_data_preview(const Arguments& arguments) {
     throw UsageError(fmt::format("out={}: cannot write '{}' images; use .jpg{}", out, extension, data::reads_all_formats() ? " or .png" : ""));
   }
   write_file_atomically(out, std::string_view(reinterpret_cast<const char*>(encoded.data()), encoded.size()));
-  log::info("{} augmented samples ({} pipeline) written to {}", count, data::recipe_name(training.pipeline->config().recipe), out);
+  log::info("{} augmented samples ({} pipeline) written to {}", count, training.pipeline->steps().name(), out);
   return 0;
 }
 

@@ -47,7 +47,7 @@ int run_data_bench(const Arguments& arguments) {
   const auto config = models::parse_arguments(config::command_data, arguments);
   log::set_quiet(config.get_bool("quiet"));
   if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data bench data=coco128");
-  const auto training = data::load_training_data(config, models::family_of(config).augment_recipe());
+  const auto training = data::load_training_data(config, models::family_of(config).sample_pipeline());
   const auto& dataset = *training.dataset;
   const auto& pipeline = *training.pipeline;
   const int batch = static_cast<int>(std::max<std::int64_t>(1, config.get_int("batch")));
@@ -63,7 +63,8 @@ int run_data_bench(const Arguments& arguments) {
   const data::DetectionDataset cached(records, dataset.class_count(), dataset.image_size(), data::CacheMode::ram,
                                       dataset.resize_rule());
   for (std::size_t i = 0; i < cached.size(); ++i) cached.load_resized(i);
-  const data::TrainPipeline cached_pipeline(cached, pipeline.config(), static_cast<std::uint64_t>(config.get_int("seed")));
+  const data::TrainPipeline cached_pipeline(cached, pipeline.config(), pipeline.shared_steps(),
+                                           static_cast<std::uint64_t>(config.get_int("seed")));
   const double decode_ms = milliseconds_per_call(probe, [&](std::size_t i) { uncached.load_resized(i); });
   const double augment_ms = milliseconds_per_call(probe, [&](std::size_t i) { cached_pipeline.sample(i, 0); });
 
@@ -102,7 +103,8 @@ int run_data_bench(const Arguments& arguments) {
   const nlohmann::json result = {
       {"bench", "data_pipeline"},
       {"data", config.get_text("data")},
-      {"family", data::recipe_name(augment.recipe)},
+      {"family", std::string(models::family_of(config).name())},
+      {"pipeline", std::string(pipeline.steps().name())},
       {"imgsz", augment.image_size},
       {"batch", batch},
       {"workers", workers},

@@ -75,7 +75,7 @@ int run_val(const Arguments& arguments) {
                              ? loaded.image_size : config.get_image_size("imgsz").height;
   const models::Family& family = models::family(loaded.name.family);
   const data::DetectionDataset dataset(std::move(scan.images), spec.class_count(), image_size, data::CacheMode::none,
-                                       data::resize_rule_for(family.augment_recipe()));
+                                       family.sample_pipeline()->resize_rule());
   const c10::Device device = train::resolve_device(config.get_text("device"));
   train::log_ignored_keys(config);
   loaded.model.module->to(device);

@@ -208,7 +208,7 @@ Sample random_perspective(const Sample& sample, const PerspectiveParams& p, cv::
                             random);
 }
 
-Sample yolox_random_affine(const Sample& sample, const PerspectiveParams& p, cv::Size output, SampleRandom& random) {
+Sample random_affine(const Sample& sample, const PerspectiveParams& p, cv::Size output, SampleRandom& random) {
   const double angle = random.uniform(-p.degrees, p.degrees);
   const double scale = random.uniform(p.scale_low, p.scale_high);
   const cv::Matx33d r = rotation(angle, scale);

@@ -59,7 +59,7 @@ Sample random_perspective(const Sample& sample, const PerspectiveParams& params,
 
 // YOLOX random_affine: rotation + scale about the origin, shear, translation; output window is
 // the top-left `output_size` of the transformed image.
-Sample yolox_random_affine(const Sample& sample, const PerspectiveParams& params, cv::Size output_size,
+Sample random_affine(const Sample& sample, const PerspectiveParams& params, cv::Size output_size,
                            SampleRandom& random);
 
 // Applies a 3x3 matrix to boxes (corners -> min/max) and clips them to `bounds`.

@@ -58,7 +58,7 @@ Sample mixup_beta(const Sample& a, const Sample& b, SampleRandom& random) {
   return out;
 }
 
-Sample mixup_yolox(const Sample& base, const Sample& partner, const YoloxMixupParams& params, SampleRandom& random) {
+Sample mixup_jittered_paste(const Sample& base, const Sample& partner, const JitterMixupParams& params, SampleRandom& random) {
   const double jitter = random.uniform(params.scale_low, params.scale_high);
   const bool flip = random.uniform(0.0, 1.0) > 0.5;
   const cv::Size input = base.image.size();

@@ -23,12 +23,12 @@ PiecedImage mosaic4_pieces(const std::array<Sample, 4>& tiles, cv::Size tile_siz
 // img = a*r + b*(1-r), r ~ Beta(32, 32); labels of both.
 Sample mixup_beta(const Sample& a, const Sample& b, SampleRandom& random);
 
-struct YoloxMixupParams {
+struct JitterMixupParams {
   double scale_low = 0.5, scale_high = 1.5;
 };
 
 // YOLOX MosaicDetection.mixup: `partner` fit-resized onto a 114 canvas, scaled by a jitter,
 // flipped half the time, cropped at a random offset to the size of `base`, then 0.5/0.5.
-Sample mixup_yolox(const Sample& base, const Sample& partner, const YoloxMixupParams& params, SampleRandom& random);
+Sample mixup_jittered_paste(const Sample& base, const Sample& partner, const JitterMixupParams& params, SampleRandom& random);
 
 }  // namespace libreyolo::data

@@ -1,4 +1,5 @@
-#include "models/rtmdet/family.h"
+// RTMDet behind the Family interface (models/family.h): its network, decoder, loss and recipe.
+#include "models/family.h"
 
 #include "core/error.h"
 
@@ -6,6 +7,7 @@
 #include "models/rtmdet/model.h"
 #include "models/rtmdet/recipe.h"
 #include "nn/gelan.h"
+#include "models/yolo_common/yolox_pipeline.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -19,7 +21,7 @@ namespace {
 
 class RtmdetLoss final : public TrainingLoss {
  public:
-  explicit RtmdetLoss(const LossGains& gains) { options_.global_normaliser = gains.global_normaliser; }
+  explicit RtmdetLoss(const LossContext& context) { options_.global_normaliser = context.global_normaliser; }
   LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
     return rtmdet::loss(maps, targets, options_);
   }
@@ -32,6 +34,8 @@ class RtmdetLoss final : public TrainingLoss {
 class RtmdetFamily final : public Family {
  public:
   std::string_view name() const override { return "rtmdet"; }
+  std::string_view weights_prefix() const override { return "LibreRTMDet"; }
+  std::vector<std::string> sizes() const override { return {"t", "s", "m", "l", "x"}; }
   DetectionModel build(const std::string& size, int class_count, int, bool) const override {
     rtmdet::Model net(size, class_count);
     DetectionModel model;
@@ -70,12 +74,12 @@ class RtmdetFamily final : public Family {
   }
   Decoded decode(const std::vector<at::Tensor>& maps) const override { return rtmdet::decode(maps); }
   std::vector<std::string> loss_names() const override { return {"cls_loss", "bbox_loss"}; }
-  std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<RtmdetLoss>(gains); }
+  std::unique_ptr<TrainingLoss> make_loss(const LossContext& context, const config::Config&) const override { return std::make_unique<RtmdetLoss>(context); }
   // Channels-last measured a 1.07-1.14x step (bench/yolo_step, 2-core AMD EPYC, 320 px, batch 8);
   // contiguous until its training is checked in that layout (YOLOv7-b's turned NaN in it)
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }
-  data::Recipe augment_recipe() const override { return data::Recipe::yolox; }  // YOLOX's mosaic-mixup pipeline
+  std::shared_ptr<const data::SamplePipeline> sample_pipeline() const override { return yolo_common::yolox_pipeline(); }  // YOLOX's mosaic-mixup pipeline
   // validated and predicted as trained (without mosaic, TrainTransform places images top-left) and
   // as LibreYOLO validates it
   data::InputFit input_fit() const override { return data::InputFit::letterbox_top_left; }

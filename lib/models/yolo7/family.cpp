@@ -1,10 +1,13 @@
-#include "models/yolo7/family.h"
+// YOLOv7-b behind the Family interface (models/family.h): its network, decoder, loss and recipe.
+#include "models/family.h"
 
 #include "core/error.h"
 #include "models/yolo7/loss.h"
 #include "models/yolo7/model.h"
 #include "models/yolo7/recipe.h"
 #include "nn/gelan.h"
+#include "models/yolo_common/anchor_decode.h"
+#include "models/yolo_common/yolox_pipeline.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -15,7 +18,7 @@ namespace {
 
 class Yolo7Loss final : public TrainingLoss {
  public:
-  explicit Yolo7Loss(const LossGains& gains) { options_.global_normaliser = gains.global_normaliser; }
+  explicit Yolo7Loss(const LossContext& context) { options_.global_normaliser = context.global_normaliser; }
   LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
     return yolo7::loss(maps, targets, options_);
   }
@@ -28,6 +31,8 @@ class Yolo7Loss final : public TrainingLoss {
 class Yolo7Family final : public Family {
  public:
   std::string_view name() const override { return "yolo7"; }
+  std::string_view weights_prefix() const override { return "LibreYOLO7"; }
+  std::vector<std::string> sizes() const override { return {"b"}; }
   DetectionModel build(const std::string& size, int class_count, int, bool) const override {
     if (size != "b") throw ModelError(fmt::format("yolo7-{}: unknown size; YOLOv7 has one size, b", size));
     yolo7::Model net(class_count);
@@ -52,7 +57,7 @@ class Yolo7Family final : public Family {
     return decode_yolov5(with_anchors, {kStrides.begin(), kStrides.end()});  // the same decoding as YOLOv5's
   }
   std::vector<std::string> loss_names() const override { return {"iou_loss", "obj_loss", "cls_loss"}; }
-  std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<Yolo7Loss>(gains); }
+  std::unique_ptr<TrainingLoss> make_loss(const LossContext& context, const config::Config&) const override { return std::make_unique<Yolo7Loss>(context); }
   // Channels-last measured a 1.4x step (bench/yolo_step, 2-core AMD EPYC, 320 px, batch 8), but
   // the coco8 over-fit (slow_overfit_coco8_yolo7-b, seed 0) diverges in that layout: objectness
   // logits grow (obj_loss 29 at epoch 3, 951 at 7) until the weights reach 1e10 by epoch 8; seeds 1
@@ -63,7 +68,7 @@ class Yolo7Family final : public Family {
   bool warms_up_momentum() const override { return false; }
   // YOLOv9's transform classes with YOLOX's settings (libreyolo 1.6.0): YOLOX's mosaic, affine and
   // additive HSV; the input in RGB / 255
-  data::Recipe augment_recipe() const override { return data::Recipe::yolox; }
+  std::shared_ptr<const data::SamplePipeline> sample_pipeline() const override { return yolo_common::yolox_pipeline(); }
   // validated and predicted as trained (without mosaic, TrainTransform places images top-left) and
   // as LibreYOLO validates it
   data::InputFit input_fit() const override { return data::InputFit::letterbox_top_left; }

@@ -2,7 +2,7 @@
 
 #include "models/anchors.h"
 #include "models/yolo7/model.h"
-#include "models/yolox/loss.h"
+#include "models/yolo_common/simota.h"
 
 #include <ATen/ATen.h>
 
@@ -12,7 +12,7 @@ namespace {
 
 // The maps as SimOTA's predictions, float32: each of a cell's anchors one, in the order (level,
 // anchor, y, x).
-yolox::SimOtaPredictions predictions(const std::vector<at::Tensor>& maps) {
+yolo_common::SimOtaPredictions predictions(const std::vector<at::Tensor>& maps) {
   std::vector<at::Tensor> rows, cells, strides, sizes;
   const at::Tensor anchors = grid_anchors(at::TensorOptions().dtype(at::kFloat).device(maps.front().device()));
   for (std::size_t level = 0; level < maps.size(); ++level) {
@@ -36,14 +36,14 @@ yolox::SimOtaPredictions predictions(const std::vector<at::Tensor>& maps) {
 
 at::Tensor assign(const std::vector<at::Tensor>& maps, const TargetBatch& targets) {
   at::NoGradGuard no_grad;
-  const yolox::SimOtaPredictions p = predictions(maps);
-  const yolox::SimOtaAssignment a = yolox::simota_assign(p.class_logits, p.objectness, p.boxes, p.cells, p.strides, targets);
+  const yolo_common::SimOtaPredictions p = predictions(maps);
+  const yolo_common::SimOtaAssignment a = yolo_common::simota_assign(p.class_logits, p.objectness, p.boxes, p.cells, p.strides, targets);
   return at::where(a.foreground, a.gt_index + 1, at::zeros_like(a.gt_index));
 }
 
 LossTerms loss(const std::vector<at::Tensor>& maps, const TargetBatch& targets, const LossOptions& options) {
-  yolox::LossOptions simota{.use_l1 = false, .iou_gain = 5.0, .global_normaliser = options.global_normaliser};
-  LossTerms terms = yolox::simota_loss(predictions(maps), targets, simota);
+  yolo_common::SimOtaLossOptions simota{.use_l1 = false, .iou_gain = 5.0, .global_normaliser = options.global_normaliser};
+  LossTerms terms = yolo_common::simota_loss(predictions(maps), targets, simota);
   std::erase_if(terms.parts, [](const auto& part) { return part.first == "l1_loss"; });
   return terms;
 }

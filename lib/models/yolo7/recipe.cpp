@@ -1,6 +1,6 @@
 #include "models/yolo7/recipe.h"
 
-#include "models/yolox/recipe.h"
+#include "models/yolo_common/yolox_config.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@ namespace libreyolo::models::yolo7 {
 
 std::vector<config::OptionDefault> option_defaults(const std::string& size) {
   (void)size;  // one size, b
-  std::vector<config::OptionDefault> defaults = yolox::option_defaults("s");  // YOLOXConfig's, full-size jitter
+  std::vector<config::OptionDefault> defaults = yolo_common::yolox_config_defaults("s");  // YOLOXConfig's, full-size jitter
   const auto set = [&](const char* key, const char* value) {
     const auto it = std::find_if(defaults.begin(), defaults.end(), [&](const auto& d) { return d.key == key; });
     if (it != defaults.end()) it->value = value;

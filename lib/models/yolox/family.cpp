@@ -1,9 +1,12 @@
-#include "models/yolox/family.h"
+// YOLOX behind the Family interface (models/family.h): its network, loss, postprocess and recipe.
+#include "models/family.h"
 
 #include "models/yolox/loss.h"
 #include "models/yolox/model.h"
-#include "models/yolox/recipe.h"
+#include "models/yolo_common/yolox_config.h"
 #include "nn/gelan.h"
+#include "models/yolox/decode.h"
+#include "models/yolo_common/yolox_pipeline.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -14,7 +17,7 @@ namespace {
 
 class YoloxLoss final : public TrainingLoss {
  public:
-  explicit YoloxLoss(const LossGains& gains) { options_.global_normaliser = gains.global_normaliser; }
+  explicit YoloxLoss(const LossContext& context) { options_.global_normaliser = context.global_normaliser; }
   LossTerms operator()(const std::vector<at::Tensor>& maps, const TargetBatch& targets) const override {
     return yolox::loss(maps, targets, options_);
   }
@@ -25,12 +28,14 @@ class YoloxLoss final : public TrainingLoss {
   std::string capture_obstacle() const override { return "SimOTA's dynamic-k assignment has data-dependent shapes"; }
 
  private:
-  yolox::LossOptions options_;
+  yolo_common::SimOtaLossOptions options_;
 };
 
 class YoloxFamily final : public Family {
  public:
   std::string_view name() const override { return "yolox"; }
+  std::string_view weights_prefix() const override { return "LibreYOLOX"; }
+  std::vector<std::string> sizes() const override { return {"n", "t", "s", "m", "l", "x"}; }
   DetectionModel build(const std::string& size, int class_count, int, bool) const override {
     yolox::Model net(size, class_count);
     DetectionModel model;
@@ -56,17 +61,17 @@ class YoloxFamily final : public Family {
     return raw;
   }
   std::vector<std::string> loss_names() const override { return {"iou_loss", "obj_loss", "cls_loss", "l1_loss"}; }
-  std::unique_ptr<TrainingLoss> make_loss(const LossGains& gains) const override { return std::make_unique<YoloxLoss>(gains); }
+  std::unique_ptr<TrainingLoss> make_loss(const LossContext& context, const config::Config&) const override { return std::make_unique<YoloxLoss>(context); }
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }
-  data::Recipe augment_recipe() const override { return data::Recipe::yolox; }
+  std::shared_ptr<const data::SamplePipeline> sample_pipeline() const override { return yolo_common::yolox_pipeline(); }
   // validated and predicted as trained (without mosaic, TrainTransform places images top-left) and
   // as LibreYOLO validates it
   data::InputFit input_fit() const override { return data::InputFit::letterbox_top_left; }
   // LibreYOLO's YOLOX validation keeps each box's best class
   bool single_label_validation() const override { return true; }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
-    return yolox::option_defaults(size);
+    return yolo_common::yolox_config_defaults(size);
   }
 };
 

@@ -128,11 +128,11 @@ TEST_CASE("YOLOX random affine keeps boxes covering the pixels", "[augment]") {
   const Sample sample = painted({256, 256}, {{30, 30, 60, 40}, {150, 120, 50, 80}});
   for (std::uint64_t seed = 0; seed < 8; ++seed) {
     SampleRandom random(seed, 0, 0);
-    const Sample moved = yolox_random_affine(sample, {10, 0.1, 0.5, 1.5, 2, 0}, {256, 256}, random);
+    const Sample moved = random_affine(sample, {10, 0.1, 0.5, 1.5, 2, 0}, {256, 256}, random);
     INFO("seed " << seed);
     CHECK(boxes_cover_white(moved, 1.5f));
     SampleRandom random2(seed, 0, 0);
-    check_tight(yolox_random_affine(sample, {0, 0.1, 0.5, 1.5, 0, 0}, {256, 256}, random2), 2.0f);
+    check_tight(random_affine(sample, {0, 0.1, 0.5, 1.5, 0, 0}, {256, 256}, random2), 2.0f);
   }
 }
 
@@ -163,7 +163,7 @@ TEST_CASE("mixups keep both label sets on the blended pixels", "[augment]") {
   SampleRandom random(3, 0, 0);
   const Sample beta = mixup_beta(a, b, random);
   CHECK(beta.boxes.size() == 2);
-  const Sample yolox = mixup_yolox(a, b, {1.0, 1.0}, random);
+  const Sample yolox = mixup_jittered_paste(a, b, {1.0, 1.0}, random);
   CHECK(yolox.boxes.size() == 2);
   CHECK(yolox.image.size() == a.image.size());
 }

@@ -4,6 +4,7 @@
 #include "data/loader.h"
 #include "data/sampling.h"
 #include "data/pipeline.h"
+#include "models/family.h"
 #include "test_images.h"
 
 #include <ATen/ATen.h>
@@ -37,6 +38,9 @@ std::vector<ImageRecord> small_dataset(const fs::path& root) {
   return scan.images;
 }
 
+// A family's training sample pipeline (the loader runs what the family composes).
+std::shared_ptr<const SamplePipeline> steps_of(std::string_view family) { return libreyolo::models::family(family).sample_pipeline(); }
+
 std::vector<Batch> run_epoch(Loader& loader, int epoch) {
   loader.start_epoch(epoch);
   std::vector<Batch> batches;
@@ -49,15 +53,13 @@ std::vector<Batch> run_epoch(Loader& loader, int epoch) {
 TEST_CASE("batches are identical whatever the number of workers", "[loader]") {
   const auto root = fresh_folder("loader");
   DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
-  for (const Recipe recipe : {Recipe::yolo9, Recipe::yolov5, Recipe::yolox, Recipe::detr, Recipe::dfine, Recipe::deim}) {
-    const std::string_view family = recipe_name(recipe);
+  for (const std::string_view family : {"yolo9", "yolov5", "yolox", "rtdetr", "dfine", "deim"}) {
     AugmentConfig augment;
-    augment.recipe = recipe;
     augment.image_size = 128;
     augment.mixup = 0.5;
     augment.degrees = 5;
     augment.shear = 2;
-    TrainPipeline pipeline(dataset, augment, 42);
+    TrainPipeline pipeline(dataset, augment, steps_of(family), 42);
     const auto make = [&](std::size_t index, int epoch, std::span<const std::size_t> batch) {
       return pipeline.sample(index, epoch, batch);
     };
@@ -96,11 +98,10 @@ TEST_CASE("the DETR pipeline stretches each image to the square, boxes on their 
   const auto root = fresh_folder("detr_pipeline");
   DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
   AugmentConfig augment;
-  augment.recipe = Recipe::detr;
   augment.image_size = 96;
   augment.hsv_prob = 0;  // the white boxes stay white
   augment.flip_lr = 0.5;
-  TrainPipeline pipeline(dataset, augment, 5);
+  TrainPipeline pipeline(dataset, augment, steps_of("rtdetr"), 5);
   int flipped = 0;
   for (std::size_t i = 0; i < dataset.size(); ++i) {
     const Sample resized = dataset.load_original(i);  // stretched from the image at its own size
@@ -134,16 +135,15 @@ TEST_CASE("the DETR pipeline stretches each image to the square, boxes on their 
 TEST_CASE("D-FINE's and DEIM's pipeline: the strong stage on images with boxes while on, then flip and stretch", "[loader][dfine]") {
   const auto root = fresh_folder("dfine_pipeline");
   DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
-  for (const Recipe recipe : {Recipe::dfine, Recipe::deim}) {
-    INFO(recipe_name(recipe));
+  for (const std::string_view family : {"dfine", "deim"}) {
+    INFO(family);
     AugmentConfig augment;
-    augment.recipe = recipe;
     augment.image_size = 96;
     augment.flip_lr = 0;
-    TrainPipeline pipeline(dataset, augment, 11);
+    TrainPipeline pipeline(dataset, augment, steps_of(family), 11);
     CHECK(pipeline.strong_stage() == "the photometric distortion, zoom-out and IoU crop");
     const auto plain = [&](std::size_t i) {  // D-FINE starts from the long side at imgsz, DEIM from the image itself
-      const Sample loaded = recipe == Recipe::dfine ? dataset.load_resized(i) : dataset.load_original(i);
+      const Sample loaded = family == "dfine" ? dataset.load_resized(i) : dataset.load_original(i);
       return stretch_to(loaded, cv::Size(96, 96), /*area_when_shrinking=*/true);
     };
     int changed = 0;
@@ -271,13 +271,12 @@ TEST_CASE("YOLOv5's mosaic draws partners from the whole dataset and puts the im
   }
   DetectionDataset dataset(scan_images(paths, 6, {.threads = 1, .use_cache = false}).images, 6, 128, CacheMode::none);
   const std::vector<std::size_t> pool(4, 0);  // a batch of image 0 alone
-  for (const Recipe recipe : {Recipe::yolo9, Recipe::yolov5}) {
+  for (const std::string_view family : {"yolo9", "yolov5"}) {
     AugmentConfig augment;
-    augment.recipe = recipe;
     augment.image_size = 128;
     augment.mosaic = 1.0, augment.hsv_prob = 0.0, augment.flip_lr = 0.0, augment.translate = 0.0;
     augment.scale_low = augment.scale_high = 1.0;
-    TrainPipeline pipeline(dataset, augment, 3);
+    TrainPipeline pipeline(dataset, augment, steps_of(family), 3);
     int elsewhere = 0, partners_outside_pool = 0, corners = 0;
     for (int epoch = 0; epoch < 24; ++epoch) {
       for (const PixelBox& box : pipeline.sample(0, epoch, pool).boxes) {
@@ -288,9 +287,9 @@ TEST_CASE("YOLOv5's mosaic draws partners from the whole dataset and puts the im
         }
       }
     }
-    INFO(recipe_name(recipe));
+    INFO(family);
     CHECK(corners >= 20);  // the top-left tile is nearly always big enough to keep its box
-    if (recipe == Recipe::yolo9) {
+    if (family == "yolo9") {
       CHECK(partners_outside_pool == 0);
       CHECK(elsewhere == 0);
     } else {
@@ -305,7 +304,6 @@ TEST_CASE("no_aug switch: with mosaic off and no jitter a sample is the letterbo
   const auto root = fresh_folder("noaug");
   DetectionDataset dataset(small_dataset(root), 2, 128, CacheMode::none);
   AugmentConfig augment;
-  augment.recipe = Recipe::yolo9;
   augment.image_size = 128;
   augment.mosaic = 1.0;
   augment.mixup = 1.0;
@@ -313,7 +311,7 @@ TEST_CASE("no_aug switch: with mosaic off and no jitter a sample is the letterbo
   augment.flip_lr = 0.0;
   augment.translate = 0.0;
   augment.scale_low = augment.scale_high = 1.0;
-  TrainPipeline pipeline(dataset, augment, 1);
+  TrainPipeline pipeline(dataset, augment, steps_of("yolo9"), 1);
   const Sample with_mosaic = pipeline.sample(3, 0);
   pipeline.set_mosaic_enabled(false);
   const Sample without = pipeline.sample(3, 0);

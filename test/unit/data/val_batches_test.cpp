@@ -118,7 +118,7 @@ TEST_CASE("validation top-left letterbox truncates the resized sides, as LibreYO
   write_text(root / "labels" / "a.txt", "0 0.5 0.5 0.5 0.5\n");
   const auto records = scan_images({root / "images" / "a.jpg"}, 1, {.threads = 1, .use_cache = false}).images;
   CHECK(DetectionDataset(records, 1, 640, CacheMode::none).load_resized(0).image.size() == cv::Size(488, 640));
-  DetectionDataset dataset(records, 1, 640, CacheMode::none, resize_rule_for(Recipe::yolox));
+  DetectionDataset dataset(records, 1, 640, CacheMode::none, ResizeRule::truncate  /* the YOLOX pipeline's dataset */);
   CHECK(dataset.load_resized(0).image.size() == cv::Size(487, 640));
   const ValSample sample = fit_for_validation(dataset, 0, cv::Size(640, 640), InputFit::letterbox_top_left);
   const cv::Mat& image = sample.sample.image;

@@ -9,6 +9,8 @@
 #include <random>
 
 #include "catch.h"  // last: see catch.h
+#include "models/yolox/decode.h"
+#include "models/yolo9/decode.h"
 
 using namespace libreyolo::eval;
 

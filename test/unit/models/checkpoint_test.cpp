@@ -195,7 +195,7 @@ TEST_CASE("YOLOv9 checkpoints load at the class-tower width they hold, without t
   // As LibreYOLO trains a named YOLOv9-t for 4 classes: COCO-width (80) class towers, PGI attached.
   LoadedModel named = load_model("yolo9-t", 4);
   CHECK(named.class_hidden == 80);
-  named.model.enable_aux();
+  named.model.enable_branch();
   Checkpoint checkpoint;
   checkpoint.family = "yolo9";
   checkpoint.size = "t";

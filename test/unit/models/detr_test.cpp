@@ -3,15 +3,16 @@
 // within half their box of the target and negatives beyond it, padded slots carry no class.
 // RT-DETR behind the Family interface: its packed outputs, targets, loss, detections and groups.
 #include "core/error.h"
+#include "core/config.h"
 #include "models/box_ops.h"
-#include "models/detr/denoising.h"
-#include "models/detr/dfine_criterion.h"
-#include "models/detr/dfine_family.h"
-#include "models/detr/dfine_recipe.h"
-#include "models/detr/hybrid_encoder.h"
-#include "models/detr/sampling.h"
-#include "models/detr/rtdetr_family.h"
-#include "models/detr/rtdetr_recipe.h"
+#include "models/detr_common/denoising.h"
+#include "models/detr_common/dfine_criterion.h"
+#include "models/detr_common/dfine_style_family.h"
+#include "models/detr_common/dfine_style_recipe.h"
+#include "models/detr_common/hybrid_encoder.h"
+#include "models/detr_common/sampling.h"
+#include "models/detr_common/family_parts.h"
+#include "models/rtdetr/recipe.h"
 #include "models/safetensors.h"
 #include "models/targets.h"
 #include "nn/conv.h"
@@ -168,7 +169,7 @@ TEST_CASE("RT-DETR family: packed outputs round-trip, targets normalise, the los
   for (std::size_t i = 0; i < packed.size(); ++i) CHECK(at::equal(again[i], packed[i]));
   CHECK_THROWS(unpack_outputs({packed.begin(), packed.end() - 1}));
 
-  const auto loss = family.make_loss({.classes = 4});
+  const auto loss = family.make_loss({.classes = 4}, libreyolo::config::Config(libreyolo::config::command_train));
   const libreyolo::models::LossTerms terms = (*loss)(packed, targets);
   CHECK(terms.parts.size() == family.loss_names().size());
   REQUIRE(std::isfinite(terms.total.item<double>()));
@@ -286,7 +287,7 @@ TEST_CASE("D-FINE family: packed outputs round-trip, the FDR loss trains, AMP is
   for (std::size_t i = 0; i < packed.size(); ++i) CHECK(at::equal(again[i], packed[i]));
   CHECK_THROWS(unpack_dfine_outputs({packed.begin(), packed.end() - 1}));
 
-  const auto loss = family.make_loss({.classes = 4});
+  const auto loss = family.make_loss({.classes = 4}, libreyolo::config::Config(libreyolo::config::command_train));
   const libreyolo::models::LossTerms terms = (*loss)(packed, targets);
   REQUIRE(terms.parts.size() == 5);
   REQUIRE(std::isfinite(terms.total.item<double>()));
@@ -402,7 +403,7 @@ TEST_CASE("D-FINE's and DEIM's multi_scale sizes are LibreYOLO's collate's", "[d
 TEST_CASE("RT-DETRv4: D-FINE's network with SiLU heads and D-FINE's freezing, DEIM's trainer, its own rates", "[detr][dfine]") {
   const libreyolo::models::Family& v4 = libreyolo::models::family("rtdetrv4");
   CHECK(v4.loss_names() == std::vector<std::string>{"mal", "bbox", "giou", "fgl", "ddf"});
-  CHECK(v4.augment_recipe() == libreyolo::data::Recipe::deim);
+  CHECK(v4.sample_pipeline()->name() == "deim transform");  // DEIM's trainer's pipeline
   CHECK(v4.fine_tune_form("s") == "the backbone's stem frozen");
   CHECK(v4.fine_tune_form("l") == "the backbone's stem and BatchNorm layers frozen");
   std::map<std::string, std::string> defaults;
@@ -488,11 +489,11 @@ void check_ranks_match_one_process(const std::string& family_name, const std::st
     model.module->zero_grad();
     return out;
   };
-  const auto step = [&](const at::Tensor& x, const models::TargetBatch& targets, const models::LossGains& gains) {
+  const auto step = [&](const at::Tensor& x, const models::TargetBatch& targets, const models::LossContext& gains) {
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     generator.set_current_seed(23);  // every rank's generator where one process's is
     const std::vector<at::Tensor> maps = model.forward_train(x, targets);
-    const models::LossTerms terms = (*family.make_loss(gains))(maps, targets);
+    const models::LossTerms terms = (*family.make_loss(gains, libreyolo::config::Config(libreyolo::config::command_train)))(maps, targets);
     for (const auto& [name, value] : terms.parts) {
       INFO(family_name << " " << name);
       CHECK(value.item<double>() > 0);  // every term takes part (D-FINE's ddf included)
@@ -510,7 +511,7 @@ void check_ranks_match_one_process(const std::string& family_name, const std::st
   std::vector<std::vector<at::Tensor>> recorded(2);
   std::size_t call = 0;
   const auto recording = [&](int rank) {
-    models::LossGains gains{.classes = 4};
+    models::LossContext gains{.classes = 4};
     gains.global_normaliser = [&, rank](const at::Tensor& local) {
       recorded[rank].push_back(local.detach().to(at::kFloat).clone());
       return local.clamp_min(1.0);
@@ -547,7 +548,7 @@ void check_ranks_match_one_process(const std::string& family_name, const std::st
     model.batch_share->rank = rank;
     const auto [x, targets] = rank_batch(rank);
     call = 0;
-    models::LossGains gains{.classes = 4, .global_normaliser = playing(true), .global_share = playing(false)};
+    models::LossContext gains{.classes = 4, .global_normaliser = playing(true), .global_share = playing(false)};
     const std::vector<double> rank_parts = step(x, targets, gains);
     for (std::size_t k = 0; k < parts.size(); ++k) parts[k] += rank_parts.at(k) / 2;  // as the ranks' mean is logged
     const std::vector<at::Tensor> grads = gradients();

@@ -3,8 +3,8 @@
 // matrix gives the identity), forbidden pairs, and the errors. test/parity/ checks the very pairs
 // against SciPy. Then the matcher built on it: costs, per-image targets, no targets.
 #include "core/error.h"
-#include "models/detr/linear_assignment.h"
-#include "models/detr/matcher.h"
+#include "models/detr_common/linear_assignment.h"
+#include "models/detr_common/matcher.h"
 
 #include <ATen/ATen.h>
 

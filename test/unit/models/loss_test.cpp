@@ -203,11 +203,11 @@ TEST_CASE("SimOTA per image on the CPU assigns what the dense form assigns", "[s
   const at::Tensor predicted = at::cat({points.centres.unsqueeze(0) + at::randn({4, anchors, 2}) * strides,
                                         (at::rand({4, anchors, 2}) * 6 + 0.5) * strides}, 2);
   const at::Tensor logits = at::randn({4, anchors, classes}) * 2, objectness = at::randn({4, anchors});
-  const auto variant = GENERATE(yolox::SimOtaVariant::Current, yolox::SimOtaVariant::Original);
+  const auto variant = GENERATE(yolo_common::SimOtaVariant::Current, yolo_common::SimOtaVariant::Original);
   CAPTURE(static_cast<int>(variant));
   const auto dense =
-      yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets, variant, /*dense=*/true);
-  const auto per_image = yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets, variant);
+      yolo_common::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets, variant, /*dense=*/true);
+  const auto per_image = yolo_common::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets, variant);
   REQUIRE(dense.foreground.sum().item<std::int64_t>() > 50);
   CHECK(at::equal(per_image.foreground, dense.foreground));
   CHECK(at::equal(per_image.gt_index, dense.gt_index));
@@ -222,7 +222,7 @@ TEST_CASE("SimOTA takes dynamic_k = floor(sum of the best IoUs) cheapest anchors
   const at::Tensor logits = at::zeros({1, anchors, 2}), objectness = at::zeros({1, anchors});
   SECTION("one anchor when the IoUs sum below 2") {
     // 27 exact (IoU 1), 36 shifted 2 px (IoU 224/288): k = 1, the exact one.
-    const auto result = yolox::simota_assign(logits, objectness,
+    const auto result = yolo_common::simota_assign(logits, objectness,
                                              predicted_cxcywh(anchors, {{27, {32, 32, 16, 16}}, {36, {34, 32, 16, 16}}}),
                                              points.cells, points.strides, targets);
     CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{27});
@@ -230,7 +230,7 @@ TEST_CASE("SimOTA takes dynamic_k = floor(sum of the best IoUs) cheapest anchors
   }
   SECTION("two anchors when they sum to 2.46") {
     // + 28 shifted 3 px (IoU 208/304): k = 2, the two highest IoUs (the lowest costs).
-    const auto result = yolox::simota_assign(
+    const auto result = yolo_common::simota_assign(
         logits, objectness,
         predicted_cxcywh(anchors, {{27, {32, 32, 16, 16}}, {36, {34, 32, 16, 16}}, {28, {29, 32, 16, 16}}}),
         points.cells, points.strides, targets);
@@ -249,13 +249,13 @@ TEST_CASE("SimOTA's original prior also counts in-box anchors beyond the centre 
       predicted_cxcywh(anchors, {{0, {32, 32, 60, 60}}, {27, {38, 32, 60, 60}}, {36, {32, 40, 60, 60}}});
   const at::Tensor logits = at::zeros({1, anchors, 1}), objectness = at::zeros({1, anchors});
   // Current: anchor 0 is no candidate, k = ⌊0.818 + 0.765⌋ = 1.
-  const auto current = yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets,
-                                            yolox::SimOtaVariant::Current);
+  const auto current = yolo_common::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets,
+                                            yolo_common::SimOtaVariant::Current);
   CHECK(foreground_of(current.foreground) == std::set<std::int64_t>{27});
   // Original: anchor 0 is a candidate (so k = ⌊2.58⌋ = 2) but pays the 1e5 penalty for being
   // outside the centre region, so the two cheapest are still 27 and 36.
-  const auto original = yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets,
-                                             yolox::SimOtaVariant::Original);
+  const auto original = yolo_common::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets,
+                                             yolo_common::SimOtaVariant::Original);
   CHECK(foreground_of(original.foreground) == std::set<std::int64_t>{27, 36});
 }
 
@@ -265,7 +265,7 @@ TEST_CASE("SimOTA gives an anchor claimed by two boxes to the cheaper one", "[si
   // Anchor 27 predicts (32.5,32) 16×16: IoU 248/264 with box A (centre 32,32), 232/280 with box
   // B (centre 34,32). Every other prediction misses both, so both boxes pick 27; A keeps it.
   const auto targets = boxes({{0, 24, 24, 40, 40}, {0, 26, 24, 42, 40}}, 64);
-  const auto result = yolox::simota_assign(at::zeros({1, anchors, 1}), at::zeros({1, anchors}),
+  const auto result = yolo_common::simota_assign(at::zeros({1, anchors, 1}), at::zeros({1, anchors}),
                                            predicted_cxcywh(anchors, {{27, {32.5, 32, 16, 16}}}), points.cells,
                                            points.strides, targets);
   CHECK(foreground_of(result.foreground) == std::set<std::int64_t>{27});
@@ -289,15 +289,15 @@ TEST_CASE("SimOTA stays finite when a prediction collapses to zero area beside e
   const at::Tensor logits = at::zeros({2, anchors, 2}), objectness = at::zeros({2, anchors});
   const bool dense = GENERATE(false, true);
   CAPTURE(dense);
-  const auto result = yolox::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets,
-                                           yolox::SimOtaVariant::Current, dense);
+  const auto result = yolo_common::simota_assign(logits, objectness, predicted, points.cells, points.strides, targets,
+                                           yolo_common::SimOtaVariant::Current, dense);
   CHECK(at::isfinite(result.iou).all().item<bool>());
   CHECK(result.foreground[0][27].item<bool>());
   CHECK(result.iou[0][27].item<double>() == Approx(1.0));
 
   const at::Tensor boxes = predicted.clone().requires_grad_(true);
   const at::Tensor class_logits = logits.clone().requires_grad_(true);
-  const LossTerms terms = yolox::simota_loss(
+  const LossTerms terms = yolo_common::simota_loss(
       {.boxes = boxes, .objectness = objectness, .class_logits = class_logits, .cells = points.cells, .strides = points.strides},
       targets, {.use_l1 = false});
   REQUIRE(std::isfinite(terms.total.item<double>()));
@@ -407,7 +407,7 @@ TEST_CASE("YOLOv9 loss: the CPU's foreground-only box terms equal the dense ones
 
 TEST_CASE("YOLOX loss: finite gradients with boxes, L1 on, and with an empty batch", "[loss]") {
   const auto loss_fn = [](const std::vector<at::Tensor>& maps, const TargetBatch& t) {
-    yolox::LossOptions options;
+    yolo_common::SimOtaLossOptions options;
     options.use_l1 = true;
     return yolox::loss(maps, t, options);
   };

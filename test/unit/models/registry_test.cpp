@@ -1,6 +1,6 @@
 #include "core/error.h"
 #include "models/family.h"
-#include "models/registry.h"
+#include "models/detection_model.h"
 #include "models/safetensors.h"
 
 #include <cmath>
@@ -204,7 +204,7 @@ TEST_CASE("each family validates and predicts in the geometry it trains in", "[r
   // as LibreYOLO validates them; YOLOv9 and YOLOv5 train and validate Ultralytics' centred letterbox.
   for (const char* name : {"yolox", "yolo7", "rtmdet"}) {
     INFO(name);
-    CHECK(family(name).augment_recipe() == libreyolo::data::Recipe::yolox);
+    CHECK(family(name).sample_pipeline()->name() == "yolox mosaic-mixup");
     CHECK(family(name).input_fit() == libreyolo::data::InputFit::letterbox_top_left);
   }
   for (const char* name : {"yolo9", "yolov5"}) {

@@ -1,9 +1,9 @@
 #include "models/model_name.h"
-#include "models/registry.h"
+#include "models/detection_model.h"
 #include "models/safetensors.h"
-#include "models/yolov5/autoanchor.h"
-#include "models/yolov5/loss.h"
-#include "models/yolov5/model.h"
+#include "models/yolo5/autoanchor.h"
+#include "models/yolo5/loss.h"
+#include "models/yolo5/model.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -19,11 +19,11 @@ TEST_CASE("AutoAnchor's fit: a box counts where both sides are within anchor_t o
   // (10, 13) matches the first exactly; (20, 13) is 2x wide: still within 4; (100, 10) is 10x
   // wide of the first and 10x flat of the second: no anchor
   const at::Tensor sizes = at::tensor({10.f, 13.f, 20.f, 13.f, 100.f, 10.f, 200.f, 150.f}).view({4, 2});
-  const auto fit = yolov5::anchor_fit(sizes, anchors, 4.0);
+  const auto fit = yolo5::anchor_fit(sizes, anchors, 4.0);
   CHECK(fit.best_possible_recall == Approx(0.75));
   // anchors past the threshold per box: 1 (the first), 1, 0, 1 (the second only: 150/13 > 4)
   CHECK(fit.anchors_per_target == Approx(0.75));
-  CHECK(yolov5::anchor_fit(sizes, anchors, 11.0).best_possible_recall == Approx(1.0));
+  CHECK(yolo5::anchor_fit(sizes, anchors, 11.0).best_possible_recall == Approx(1.0));
 }
 
 TEST_CASE("AutoAnchor evolves anchors that fit labels the default anchors miss", "[yolov5]") {
@@ -34,20 +34,20 @@ TEST_CASE("AutoAnchor evolves anchors that fit labels the default anchors miss",
   const at::Tensor sizes = at::cat({wide, tall});
   at::Tensor defaults = at::empty({9, 2});
   for (int level = 0; level < 3; ++level) {
-    for (int k = 0; k < 6; ++k) defaults[level * 3 + k / 2][k % 2] = yolov5::kDefaultAnchors[level][k];
+    for (int k = 0; k < 6; ++k) defaults[level * 3 + k / 2][k % 2] = yolo5::kDefaultAnchors[level][k];
   }
-  const double before = yolov5::anchor_fit(sizes, defaults, 4.0).best_possible_recall;
+  const double before = yolo5::anchor_fit(sizes, defaults, 4.0).best_possible_recall;
   CHECK(before < 0.5);
-  const at::Tensor evolved = yolov5::evolve_anchors(sizes, 9, 640, 4.0, 300, 1);
+  const at::Tensor evolved = yolo5::evolve_anchors(sizes, 9, 640, 4.0, 300, 1);
   REQUIRE(evolved.sizes() == c10::IntArrayRef{9, 2});
-  CHECK(yolov5::anchor_fit(sizes, evolved, 4.0).best_possible_recall == Approx(1.0));
+  CHECK(yolo5::anchor_fit(sizes, evolved, 4.0).best_possible_recall == Approx(1.0));
   CHECK(evolved.prod(1).diff().ge(0).all().item<bool>());  // smallest area first
   CHECK(evolved.ge(2.0).all().item<bool>());
-  CHECK(at::equal(evolved, yolov5::evolve_anchors(sizes, 9, 640, 4.0, 300, 1)));  // the seed decides
+  CHECK(at::equal(evolved, yolo5::evolve_anchors(sizes, 9, 640, 4.0, 300, 1)));  // the seed decides
 }
 
 TEST_CASE("YOLOv5's gains scale with levels, classes and image size as its train.py's", "[yolov5]") {
-  const auto options = yolov5::scaled_gains(0.05, 1.0, 0.5, 20, 320);
+  const auto options = yolo5::scaled_gains(0.05, 1.0, 0.5, 20, 320);
   CHECK(options.box_gain == Approx(0.05));
   CHECK(options.cls_gain == Approx(0.5 * 20 / 80.0));
   CHECK(options.obj_gain == Approx(0.25));
@@ -59,7 +59,7 @@ TEST_CASE("After AutoAnchor every weight and buffer is rounded to float16's prec
   const auto before = state_dict(module);
   std::map<std::string, at::Tensor> kept;
   for (const auto& [name, t] : before) kept[name] = t.clone();
-  yolov5::round_to_half(module);
+  yolo5::round_to_half(module);
   std::size_t changed = 0;
   for (const auto& [name, t] : state_dict(module)) {
     if (!t.is_floating_point()) continue;
@@ -95,7 +95,7 @@ at::Tensor rows_of(const at::Tensor& rows, std::int64_t first, std::int64_t coun
 
 TEST_CASE("YOLOv5's loss on two ranks with unequal match counts averages to one process's over the global batch",
           "[yolov5]") {
-  using namespace libreyolo::models::yolov5;
+  using namespace libreyolo::models::yolo5;
   at::manual_seed(3);
   const std::vector<at::Tensor> full = yolov5_maps(4);
   // rank 0 holds images 0-1 (8 boxes, two of them on one cell), rank 1 images 2-3 (2 boxes): the
