@@ -20,9 +20,16 @@ and its predictions.json is scored again by pycocotools against ground truth bui
 label files, so the mAP columns do not depend on either implementation's evaluator. The
 reference's own reported best mAP is printed too, for the record. DETRs: the family's recipe keys
 (optimizer, rates, schedule, EMA, clipping, augmentation stop) are passed to both CLIs explicitly,
-libreyolo 1.6.0's CLI putting its generic defaults in their place otherwise. YOLO models take the main job's
+libreyolo 1.6.0's CLI putting its generic defaults in their place otherwise. YOLO models take
 warmup_epochs=1 and no_aug_epochs=15 unless told; the DETRs their family's defaults (D-FINE and DEIM
-select 300 queries: imgsz 256 or more).
+select 300 queries: imgsz 256 or more). `--set KEY=VALUE` adds a key to both CLIs' command lines,
+`--synth-size` the dataset's image side; LIBREYOLO_BIN names another `libreyolo` binary for ours.
+
+The README's main job, over seeds 0-4 (its expected range comes from this):
+
+    python bench/train_accuracy.py --seeds 0,1,2,3,4 --skip-reference --imgsz 160 --epochs 32 \
+        --no-aug-epochs 16 --warmup-epochs 2 --eval-interval 8 \
+        --set optimizer=adamw --set lr0=0.002 --set nbs=8 --set aux_weight=0
 """
 import argparse
 import contextlib
