@@ -16,9 +16,12 @@ namespace {
 
 // The registered families, longest name first: a name is read by its longest family prefix
 // ("rtdetrv4-s" is RT-DETRv4's, not RT-DETR's), whatever the registration order.
-std::vector<const Family*> longest_name_first() {
-  std::vector<const Family*> sorted(families().begin(), families().end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const Family* a, const Family* b) { return a->name().size() > b->name().size(); });
+const std::vector<const Family*>& longest_name_first() {
+  static const std::vector<const Family*> sorted = [] {
+    std::vector<const Family*> all(families().begin(), families().end());
+    std::stable_sort(all.begin(), all.end(), [](const Family* a, const Family* b) { return a->name().size() > b->name().size(); });
+    return all;
+  }();
   return sorted;
 }
 
@@ -56,13 +59,6 @@ std::string known_names() {
 }
 
 }  // namespace
-
-std::vector<std::string> model_sizes(std::string_view family) {
-  for (const Family* entry : families()) {
-    if (entry->name() == family) return entry->sizes();
-  }
-  return {};
-}
 
 std::string ModelName::weights_name() const {
   for (const Family* entry : families()) {

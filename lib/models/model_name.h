@@ -18,7 +18,5 @@ struct ModelName {
 
 // Throws ModelError for a name that is neither a known family-size nor a weights file.
 ModelName parse_model_name(std::string_view name);
-// The sizes a family is named with ("t", "s", ...); empty for an unknown family.
-std::vector<std::string> model_sizes(std::string_view family);
 
 }  // namespace libreyolo::models

@@ -99,7 +99,7 @@ class DfineLoss final : public TrainingLoss {
 // D-FINE's network and trainer, as each family that builds on them specifies (DfineStyleSpec).
 class DfineStyleFamily final : public Family {
  public:
-  explicit DfineStyleFamily(DfineStyleSpec spec) : spec_(std::move(spec)), deim_trainer_(spec_.deim_trainer) {}
+  explicit DfineStyleFamily(DfineStyleSpec spec) : spec_(std::move(spec)) {}
   std::string_view name() const override { return spec_.name; }
   std::string_view weights_prefix() const override { return spec_.weights_prefix; }
   std::vector<std::string> sizes() const override { return spec_.sizes; }
@@ -173,7 +173,7 @@ class DfineStyleFamily final : public Family {
   // of the epochs
   std::optional<BatchScales> batch_scales(const std::string& size, int image_size) const override {
     static const std::map<std::string, int> dfine_repeat{{"n", 0}, {"s", 20}, {"m", 6}, {"l", 4}, {"x", 3}};
-    const int repeat = deim_trainer_ ? 3 : dfine_repeat.at(size);
+    const int repeat = spec_.deim_trainer ? 3 : dfine_repeat.at(size);
     BatchScales scales;
     if (repeat == 0) return scales;
     const int low = static_cast<int>(image_size * 0.75 / 32) * 32, steps = (image_size - low) / 32;
@@ -190,15 +190,15 @@ class DfineStyleFamily final : public Family {
     return dfine_parameter_rules(config.get_real("backbone_lr_mult"));
   }
   std::vector<std::string> loss_names() const override {  // LibreYOLO's
-    return {deim_trainer_ ? "mal" : "vfl", "bbox", "giou", "fgl", "ddf"};
+    return {spec_.deim_trainer ? "mal" : "vfl", "bbox", "giou", "fgl", "ddf"};
   }
   std::unique_ptr<TrainingLoss> make_loss(const LossContext& context, const config::Config&) const override {
-    return std::make_unique<DfineLoss>(context.classes, deim_trainer_, context.global_normaliser, context.global_share);
+    return std::make_unique<DfineLoss>(context.classes, spec_.deim_trainer, context.global_normaliser, context.global_share);
   }
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }
   // D-FINE's trainer loads the image resized to imgsz's long side, DEIM's at its own size
-  std::shared_ptr<const data::SamplePipeline> sample_pipeline() const override { return dfine_pipeline(/*original_size=*/deim_trainer_); }
+  std::shared_ptr<const data::SamplePipeline> sample_pipeline() const override { return dfine_pipeline(/*original_size=*/spec_.deim_trainer); }
   PrecisionNote precision_note(bool amp, bool float16) const override {
     const std::string_view family = display_family();
     if (!amp) {
@@ -221,7 +221,6 @@ class DfineStyleFamily final : public Family {
   std::string_view display_family() const { return spec_.display; }
   static constexpr int kQueries = 300;
   DfineStyleSpec spec_;
-  bool deim_trainer_;  // DEIM's trainer: MAL, the image at its own size, three repeats of imgsz
 };
 
 }  // namespace
