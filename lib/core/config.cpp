@@ -62,27 +62,27 @@ std::optional<std::string> translate_alias_value(const Alias& alias, std::string
   return std::string(text);
 }
 
-std::vector<std::string_view> keys_for(Command command) {
+std::vector<std::string_view> keys_for(std::span<const OptionSpec> table, Command command) {
   std::vector<std::string_view> keys;
-  for (const auto& spec : option_table()) {
+  for (const auto& spec : table) {
     if (spec.commands & command) keys.push_back(spec.name);
   }
   for (const auto& alias : aliases()) {
-    const OptionSpec* spec = find_option(alias.key);
+    const OptionSpec* spec = find_option(table, alias.key);
     if (spec != nullptr && (spec->commands & command)) keys.push_back(alias.alias);
   }
   return keys;
 }
 
-[[noreturn]] void fail_unknown_key(Command command, std::string_view key, std::string_view context) {
-  const auto candidates = keys_for(command);
+[[noreturn]] void fail_unknown_key(std::span<const OptionSpec> table, Command command, std::string_view key, std::string_view context) {
+  const auto candidates = keys_for(table, command);
   const auto matches = close_matches(key, candidates);
   std::string message = fmt::format("{}'{}' is not a valid key for '{}'.", context, key, command_name(command));
   if (!matches.empty()) {
     std::vector<std::string> shown;
     for (const auto& match : matches) {
       const Alias* alias = find_alias(match);
-      const OptionSpec* spec = find_option(alias != nullptr ? alias->key : std::string_view(match));
+      const OptionSpec* spec = find_option(table, alias != nullptr ? alias->key : std::string_view(match));
       shown.push_back(spec != nullptr && !spec->default_value.empty()
                           ? fmt::format("{}={}", match, alias != nullptr ? "..." : spec->default_value)
                           : std::string(match));
@@ -115,7 +115,7 @@ struct Token {
 
 // Splits the command line into key/value pairs: `key=value`, `--key=value`, `--key value`,
 // bare bool keys, `--key` / `--key false` for bools and `--no-key`.
-std::vector<Token> tokenize(Command command, std::span<const std::string> arguments) {
+std::vector<Token> tokenize(std::span<const OptionSpec> table, Command command, std::span<const std::string> arguments) {
   std::vector<Token> tokens;
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     std::string_view argument = arguments[i];
@@ -135,10 +135,10 @@ std::vector<Token> tokenize(Command command, std::span<const std::string> argume
     }
     std::string key = normalise_key(argument);
     const Alias* alias = find_alias(key);
-    const OptionSpec* spec = find_option(alias != nullptr ? alias->key : std::string_view(key));
+    const OptionSpec* spec = find_option(table, alias != nullptr ? alias->key : std::string_view(key));
     // `--no-amp`
     if (spec == nullptr && dashed && key.starts_with("no_")) {
-      const OptionSpec* negated = find_option(std::string_view(key).substr(3));
+      const OptionSpec* negated = find_option(table, std::string_view(key).substr(3));
       if (negated != nullptr && negated->type == ValueType::boolean) {
         tokens.push_back({key.substr(3), "false"});
         continue;
@@ -168,7 +168,7 @@ std::vector<Token> tokenize(Command command, std::span<const std::string> argume
       throw UsageError(fmt::format("'{}' is a valid key but is missing an '=' sign to set its value, i.e. try '{}={}'",
                                    key, key, spec->default_value));
     }
-    fail_unknown_key(command, key, "");
+    fail_unknown_key(table, command, key, "");
   }
   return tokens;
 }
@@ -186,8 +186,7 @@ std::string_view source_name(Source source) {
   return "?";
 }
 
-Config::Config(Command command) : command_(command) {
-  const auto table = option_table();
+Config::Config(Command command, std::span<const OptionSpec> table) : command_(command), table_(table) {
   values_.reserve(table.size());
   sources_.assign(table.size(), Source::table_default);
   for (const auto& spec : table) values_.push_back(parse_value(spec, spec.default_value));
@@ -195,9 +194,10 @@ Config::Config(Command command) : command_(command) {
   if (command == command_predict) set("project", "runs/predict", Source::command_default);
 }
 
-Config Config::from_arguments(Command command, std::span<const std::string> arguments, const ModelIdentifier& identify) {
-  const std::vector<Token> tokens = tokenize(command, arguments);
-  Config config(command);
+Config Config::from_arguments(Command command, std::span<const std::string> arguments, const ModelIdentifier& identify,
+                              std::span<const OptionSpec> table) {
+  const std::vector<Token> tokens = tokenize(table, command, arguments);
+  Config config(command, table);
   // cfg= first, wherever it stands, so the command line overrides the file.
   for (const auto& token : tokens) {
     if (token.key == "cfg") config.apply_token(token.key, token.text, Source::command_line, "");
@@ -217,7 +217,7 @@ Config Config::from_arguments(Command command, std::span<const std::string> argu
 void Config::round_image_size() {
   constexpr int stride = 32;
   const std::size_t index = index_of("imgsz");
-  if (!(option_table()[index].commands & command_)) return;
+  if (!(table_[index].commands & command_)) return;
   ImageSize size = get_image_size("imgsz");
   const auto up = [](int side) { return (side + stride - 1) / stride * stride; };
   if (size.height % stride == 0 && size.width % stride == 0) return;
@@ -231,7 +231,7 @@ void Config::round_image_size() {
 bool Config::differs_from_default(std::string_view key) const {
   const std::size_t index = index_of(key);
   if (sources_[index] != Source::cfg_file && sources_[index] != Source::command_line) return false;
-  const OptionSpec& spec = option_table()[index];
+  const OptionSpec& spec = table_[index];
   // A cfg file (a run's train_config.yaml) repeats the family's values: those are no request.
   std::string_view fallback = spec.default_value;
   for (const auto& entry : family_defaults_) {
@@ -243,7 +243,7 @@ bool Config::differs_from_default(std::string_view key) const {
 // Keys whose feature we do not have (Support::refused) take only their default: anything else
 // is refused before any work starts, rather than run without it.
 void Config::refuse_unsupported() const {
-  for (const auto& spec : option_table()) {
+  for (const auto& spec : table_) {
     if (spec.support != Support::refused || !(spec.commands & command_) || !differs_from_default(spec.name)) continue;
     throw UsageError(fmt::format("{}={} is not supported: {}. Remove the key (default: {})", spec.name,
                                  format_value(value(spec.name)), spec.why, spec.default_value.empty() ? "empty" : spec.default_value));
@@ -252,8 +252,16 @@ void Config::refuse_unsupported() const {
 
 std::vector<const OptionSpec*> Config::logged_keys_set() const {
   std::vector<const OptionSpec*> out;
-  for (const auto& spec : option_table()) {
+  for (const auto& spec : table_) {
     if (spec.support == Support::logged && (spec.commands & command_) && differs_from_default(spec.name)) out.push_back(&spec);
+  }
+  return out;
+}
+
+std::vector<const OptionSpec*> Config::keys_of_other_families() const {
+  std::vector<const OptionSpec*> out;
+  for (const auto& spec : table_) {
+    if ((spec.commands & command_) && !applies_to(spec, family_) && differs_from_default(spec.name)) out.push_back(&spec);
   }
   return out;
 }
@@ -269,8 +277,8 @@ void Config::apply_token(std::string_view raw_key, std::string_view text, Source
     key = std::string(alias->key);
     value = *translated;
   }
-  const OptionSpec* spec = find_option(key);
-  if (spec == nullptr) fail_unknown_key(command_, key, context);
+  const OptionSpec* spec = find_option(table_, key);
+  if (spec == nullptr) fail_unknown_key(table_, command_, key, context);
   if (!(spec->commands & command_)) {
     std::vector<std::string_view> owners;
     for (const Command command : {command_train, command_val, command_predict, command_profile, command_data, command_info}) {
@@ -316,22 +324,21 @@ void Config::apply_family_defaults(const ModelIdentifier& identify) {
   for (const auto& entry : family_defaults_) {
     const std::size_t index = index_of(entry.key);
     if (sources_[index] == Source::cfg_file || sources_[index] == Source::command_line) continue;
-    values_[index] = parse_value(option_table()[index], entry.value);
+    values_[index] = parse_value(table_[index], entry.value);
     sources_[index] = Source::family_default;
   }
 }
 
 std::size_t Config::index_of(std::string_view key) const {
-  const auto table = option_table();
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    if (table[i].name == key) return i;
+  for (std::size_t i = 0; i < table_.size(); ++i) {
+    if (table_[i].name == key) return i;
   }
   throw std::logic_error(fmt::format("option table has no key '{}'", key));
 }
 
 void Config::set(std::string_view key, std::string_view text, Source source) {
   const std::size_t index = index_of(key);
-  values_[index] = parse_value(option_table()[index], text);
+  values_[index] = parse_value(table_[index], text);
   sources_[index] = source;
 }
 
@@ -362,7 +369,7 @@ bool Config::is_none(std::string_view key) const { return std::holds_alternative
 std::string Config::to_yaml() const {
   YAML::Emitter out;
   out << YAML::BeginMap;
-  const auto table = option_table();
+  const auto table = table_;
   for (std::size_t i = 0; i < table.size(); ++i) {
     if (!(table[i].commands & command_)) continue;
     out << YAML::Key << std::string(table[i].name) << YAML::Value;

@@ -28,15 +28,19 @@ std::string_view source_name(Source source);
 
 class Config {
  public:
-  // Table defaults (plus the command's own defaults), no family applied.
-  explicit Config(Command command);
+  // Table defaults (plus the command's own defaults), no family applied. `table` (the core keys
+  // and the families': models::option_table()) must outlive the Config.
+  Config(Command command, std::span<const OptionSpec> table);
 
   // Parses `key=value`, `--key value`, `--key=value`, bare bool keys, `--no-key`, aliases and
   // `cfg=file.yaml`; throws UsageError (exit 2) for anything it cannot accept. `identify` names
   // the model's family and size, whose defaults are then applied.
-  static Config from_arguments(Command command, std::span<const std::string> arguments, const ModelIdentifier& identify);
+  static Config from_arguments(Command command, std::span<const std::string> arguments, const ModelIdentifier& identify,
+                               std::span<const OptionSpec> table);
 
   Command command() const { return command_; }
+  // Every key this configuration holds (the table it was built with), in the table's order.
+  std::span<const OptionSpec> table() const { return table_; }
   const Value& value(std::string_view key) const;
   Source source(std::string_view key) const;
   bool user_provided(std::string_view key) const;
@@ -62,6 +66,9 @@ class Config {
   // Keys the user set that the program accepts but does not act on (Support::logged), for the
   // one log line each owes: "key=value".
   std::vector<const OptionSpec*> logged_keys_set() const;
+  // Keys the user set that belong to other families than the model's (OptionSpec::families), for
+  // the warning each owes: the run goes on without them.
+  std::vector<const OptionSpec*> keys_of_other_families() const;
 
   // One line per Ultralytics alias used, for the log.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -79,7 +86,8 @@ class Config {
   void round_image_size();
 
   Command command_;
-  std::vector<Value> values_;   // indexed like option_table()
+  std::span<const OptionSpec> table_;
+  std::vector<Value> values_;   // indexed like table_
   std::vector<Source> sources_;
   std::string family_;
   std::string size_;

@@ -10,9 +10,9 @@ namespace libreyolo::config {
 
 namespace {
 
-std::vector<std::string_view> groups_of(unsigned command) {
+std::vector<std::string_view> groups_of(std::span<const OptionSpec> table, unsigned command) {
   std::vector<std::string_view> groups;
-  for (const auto& spec : option_table()) {
+  for (const auto& spec : table) {
     if (!(spec.commands & command)) continue;
     bool seen = false;
     for (const auto group : groups) seen = seen || group == spec.group;
@@ -84,20 +84,28 @@ std::string family_values(std::string_view key, std::span<const FamilyDefaults> 
   return text;
 }
 
+// "yolo9, yolo5" for a family's own key ("" for a core key).
+std::string owners_of(const OptionSpec& spec) {
+  std::string text(spec.families);
+  for (std::size_t at = text.find(' '); at != std::string::npos; at = text.find(' ', at + 2)) text.replace(at, 1, ", ");
+  return text;
+}
+
 }  // namespace
 
-std::string format_command_help(Command command, std::span<const FamilyDefaults> families) {
+std::string format_command_help(std::span<const OptionSpec> table, Command command, std::span<const FamilyDefaults> families) {
   std::string text = fmt::format(
       "usage: libreyolo {} key=value ...   (also --key value, --key for true, --no-key for false)\n",
       command_name(command));
-  for (const auto group : groups_of(command)) {
+  for (const auto group : groups_of(table, command)) {
     text += fmt::format("\n{}:\n", group);
-    for (const auto& spec : option_table()) {
+    for (const auto& spec : table) {
       if (!(spec.commands & command) || spec.group != group) continue;
       const std::string key = fmt::format("{}={}", spec.name, spec.default_value);
       text += fmt::format("  {:<28} {}  [{}]\n", key, spec.help, allowed_values(spec));
       const std::string alias = aliases_of(spec.name);
       if (!alias.empty()) text += fmt::format("  {:<28} (Ultralytics spelling: {})\n", "", alias);
+      if (!spec.families.empty()) text += fmt::format("  {:<28} families: {} (the others ignore it, with a warning)\n", "", owners_of(spec));
       if (const std::string note = support_note(spec); !note.empty()) text += fmt::format("  {:<28} {}\n", "", note);
       if (const std::string values = family_values(spec.name, families); !values.empty()) {
         text += fmt::format("  {:<28} family defaults: {}\n", "", values);
@@ -109,16 +117,17 @@ std::string format_command_help(Command command, std::span<const FamilyDefaults>
   return text;
 }
 
-std::string format_man_options(unsigned command, std::span<const FamilyDefaults> families) {
+std::string format_man_options(std::span<const OptionSpec> table, unsigned command, std::span<const FamilyDefaults> families) {
   std::string text;
-  for (const auto group : groups_of(command)) {
+  for (const auto group : groups_of(table, command)) {
     text += fmt::format(".SS {}\n", troff_escape(group));
-    for (const auto& spec : option_table()) {
+    for (const auto& spec : table) {
       if (!(spec.commands & command) || spec.group != group) continue;
       text += fmt::format(".TP\n.B {}={}\n{} [{}]\n", troff_escape(spec.name), troff_escape(spec.default_value),
                           troff_escape(spec.help), troff_escape(allowed_values(spec)));
       const std::string alias = aliases_of(spec.name);
       if (!alias.empty()) text += fmt::format("Also accepted: {}.\n", troff_escape(alias));
+      if (!spec.families.empty()) text += fmt::format("Families: {} (the others ignore it, with a warning).\n", troff_escape(owners_of(spec)));
       if (const std::string note = support_note(spec); !note.empty()) text += troff_escape(note) + "\n";
       if (const std::string values = family_values(spec.name, families); !values.empty()) {
         text += fmt::format("Family defaults: {}.\n", troff_escape(values));

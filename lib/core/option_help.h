@@ -16,10 +16,11 @@ struct FamilyDefaults {
   std::vector<OptionDefault> defaults;
 };
 
-std::string format_command_help(Command command, std::span<const FamilyDefaults> families = {});
+// `table`: every key (models::option_table()); a family's own key names the families it applies to.
+std::string format_command_help(std::span<const OptionSpec> table, Command command, std::span<const FamilyDefaults> families = {});
 
 // troff lines (.TP entries) for every key of `commands` (a bit set), grouped like the help; a
 // key that other commands take too says which, and a key a family sets gives the family's value.
-std::string format_man_options(unsigned command, std::span<const FamilyDefaults> families = {});
+std::string format_man_options(std::span<const OptionSpec> table, unsigned command, std::span<const FamilyDefaults> families = {});
 
 }  // namespace libreyolo::config

@@ -13,12 +13,6 @@ constexpr auto kKeys = std::to_array<OptionSpec>({
      .help = "optimizer: sgd (nesterov), adam or adamw", .choices = "sgd adam adamw", .support = S::honoured},
     {.name = "lr0", .type = T::real, .default_value = "0.01", .group = "optimizer",
      .help = "initial (peak) learning rate", .minimum = 0, .maximum = 1, .support = S::honoured},
-    {.name = "lr_backbone", .type = T::real, .default_value = "0.0", .group = "optimizer",
-     .help = "learning rate of a DETR's backbone (its groups train at lr_backbone / lr0 of the schedule's rate; 0: lr0's); "
-             "the YOLO families have no such group", .minimum = 0, .maximum = 1, .support = S::honoured},
-    {.name = "backbone_lr_mult", .type = T::real, .default_value = "1.0", .group = "optimizer",
-     .help = "learning-rate multiple of a D-FINE or DEIM backbone's groups (LibreYOLO's fine-tune recipe: 0.5); "
-             "RT-DETR sets its backbone's rate with lr_backbone", .minimum = 0, .maximum = 10, .support = S::honoured},
     {.name = "momentum", .type = T::real, .default_value = "0.937", .group = "optimizer",
      .help = "SGD momentum", .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "weight_decay", .type = T::real, .default_value = "0.0005", .group = "optimizer",
@@ -95,21 +89,7 @@ constexpr auto kKeys = std::to_array<OptionSpec>({
     {.name = "max_labels", .type = T::integer, .default_value = "300", .group = "augmentation",
      .help = "most boxes kept per training image (and the label slots of a captured loss: cuda_graph_scope=loss and up)", .commands = train_data, .minimum = 1, .maximum = 100000, .support = S::honoured},
 
-    // --- loss
-    {.name = "box", .type = T::real, .default_value = "7.5", .group = "loss",
-     .help = "box (CIoU) loss gain (YOLOv9; YOLOv5's hyp box, scaled by 3 / levels)", .minimum = 0, .maximum = 1000, .support = S::honoured},
-    {.name = "cls", .type = T::real, .default_value = "0.5", .group = "loss",
-     .help = "classification (BCE) loss gain (YOLOv9; YOLOv5's hyp cls, scaled by classes / 80)", .minimum = 0, .maximum = 1000, .support = S::honoured},
-    {.name = "obj", .type = T::real, .default_value = "1.0", .group = "loss",
-     .help = "YOLOv5: objectness (BCE) loss gain, scaled by (imgsz / 640)^2 as its train.py does", .minimum = 0, .maximum = 1000, .support = S::honoured},
-    {.name = "autoanchor", .type = T::boolean, .default_value = "true", .group = "loss",
-     .help = "YOLOv5: before training, measure the anchors' best possible recall on the training labels and, at 0.98 or less, evolve new ones (k-means, then a genetic search) and keep them if they fit better (yolov5's --noautoanchor is autoanchor=false)", .support = S::honoured},
-    {.name = "anchor_t", .type = T::real, .default_value = "4.0", .group = "loss",
-     .help = "YOLOv5: a box matches an anchor while neither side is more than anchor_t times the anchor's or less than 1/anchor_t (also AutoAnchor's threshold)", .minimum = 1, .maximum = 100, .support = S::honoured},
-    {.name = "dfl", .type = T::real, .default_value = "1.5", .group = "loss",
-     .help = "distribution focal loss gain (YOLOv9)", .minimum = 0, .maximum = 1000, .support = S::honoured},
-    {.name = "aux_weight", .type = T::real, .default_value = "0.25", .group = "loss",
-     .help = "YOLOv9: weight of the PGI auxiliary branch's losses, trained beside the main head (0 = no branch)", .minimum = 0, .maximum = 1000, .support = S::honoured},
+    // --- loss: every loss key is a family's own (Family::options())
 
     // --- EMA
     {.name = "ema", .type = T::boolean, .default_value = "true", .group = "ema",

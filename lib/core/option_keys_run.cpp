@@ -11,15 +11,16 @@ namespace {
 // each family's own values come with the family (lib/models/<family>/recipe.cpp).
 constexpr auto kKeys = std::to_array<OptionSpec>({
     // --- model / data
-    {.name = "model", .type = T::text, .default_value = "yolox-s", .group = "model/data",
-     .help = "model name (yolo9-t/s/m/c, yolox-n/t/s/m/l/x, yolov5n/s/m/l/x or yolov5s.yaml, yolo7-b, rtmdet-t/s/m/l/x, rtdetr-r18/r34/r50/r50m/r101/l/x, "
-             "dfine-n/s/m/l/x, deim-n/s/m/l/x, rtdetrv4-s/m/l/x), LibreYOLO weights name (LibreYOLO9t.pt) or a checkpoint path",
+    // Its default and the registered names in its help come from the model layer (models::option_table()).
+    {.name = "model", .type = T::text, .default_value = "", .group = "model/data",
+     .help = "model name (family-size), LibreYOLO weights name (LibreYOLO9t.pt) or a checkpoint path",
      .commands = run_model | command_data | command_info, .support = S::honoured},
     {.name = "data", .type = T::text, .default_value = "", .group = "model/data",
      .help = "dataset YAML path or built-in name (coco8, coco128, coco); required for train and val",
      .commands = train_val | command_profile | command_data, .support = S::honoured},
     {.name = "task", .type = T::choice, .default_value = "detect", .group = "model/data",
-     .help = "task of the model", .commands = run_model, .choices = "detect", .support = S::honoured},
+     .help = "task of the model: what its data holds, how it is validated and what predict writes (eval::Task)",
+     .commands = run_model | command_data, .choices = "detect", .support = S::honoured},
     {.name = "pretrained", .type = T::flag_or_path, .default_value = "true", .group = "model/data",
      .help = "true: start from the weights model= names (a .pt file); false: train its architecture from scratch; "
              "a path: load those weights by name and shape into the model (the count that matched is logged)",
@@ -132,8 +133,8 @@ constexpr auto kKeys = std::to_array<OptionSpec>({
     {.name = "multi_scale", .type = T::boolean, .default_value = "false", .group = "loop",
      .help = "resize each batch to a random multiple of 32 in [0.5, 1.5] x imgsz (Ultralytics' range)", .support = S::honoured},
     {.name = "nbs", .type = T::integer, .default_value = "none", .group = "loop",
-     .help = "nominal batch size: accumulate gradients over round(nbs/batch) batches (none = off; yolov5: 64, "
-             "the window growing from 1 over the warm-up and weight_decay x batch*accumulate/nbs, as its train.py)",
+     .help = "nominal batch size: accumulate gradients over round(nbs/batch) batches (none = off; a family's recipe may "
+             "set it, and YOLOv5's grows the window from 1 over the warm-up with weight_decay x batch*accumulate/nbs, as its train.py)",
      .minimum = 1, .maximum = 1e6, .nullable = true, .support = S::honoured},
     {.name = "clip_max_norm", .type = T::real, .default_value = "0.0", .group = "loop",
      .help = "clip the gradient norm to this value (0 = off)", .minimum = 0, .maximum = unbounded, .support = S::honoured},

@@ -1,12 +1,18 @@
-// The one declarative table of every key the commands accept: type, default, range, help and
-// which subcommands take it. Parsing, `libreyolo cfg`, `--help`, the man page check and the
-// "did you mean" suggestions all read this table; nothing else defines a key.
+// The declarative table of every key the commands accept: type, default, range, help and which
+// subcommands take it. The core table holds the keys every family shares; each model family
+// declares its own (models::Family::options()), and OptionTable puts them together, each key
+// tagged with the families it applies to. Parsing, `libreyolo cfg`, `--help`, the man page check
+// and the "did you mean" suggestions all read the table a Config was built with
+// (models::option_table(): the core keys and every registered family's); nothing else defines a key.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace libreyolo::config {
 
@@ -55,6 +61,34 @@ struct OptionSpec {
   bool nullable = false;           // accepts `none`
   Support support = Support::unclassified;
   std::string_view why = {};       // for logged and refused keys: the reason, as users read it
+  // The families whose own key this is (space separated), filled by OptionTable from what the
+  // families declare; empty: a core key, which every family takes.
+  std::string_view families = {};
+};
+
+// A family's own keys, as it declares them (models::Family::options()).
+struct FamilyKeys {
+  std::string_view family;
+  std::span<const OptionSpec> keys;
+};
+
+// The core keys and the families' own, in one table: a family key follows the last key of its
+// group (or closes the table where its group is new). A key several families declare is one entry
+// whose type, range, choices and commands they must agree on (std::logic_error otherwise: a
+// programming error); its default is the first family's (each family's own applies to its models:
+// models::parse_arguments), its help each family's, and `families` lists them all.
+class OptionTable {
+ public:
+  OptionTable(std::span<const OptionSpec> core, std::span<const FamilyKeys> families);
+  OptionTable(const OptionTable&) = delete;  // the specs view text the table owns
+  OptionTable& operator=(const OptionTable&) = delete;
+
+  std::span<const OptionSpec> specs() const { return specs_; }
+
+ private:
+  std::string_view keep(std::string text);
+  std::deque<std::string> text_;
+  std::vector<OptionSpec> specs_;
 };
 
 // A model family's own default for a key (its recipe), replacing the table's unless the user gave
@@ -78,10 +112,14 @@ struct Alias {
   std::string_view value_when_true = {};  // for bool_to_choice
 };
 
-std::span<const OptionSpec> option_table();
+// The keys every family shares (core/option_keys_*.cpp).
+std::span<const OptionSpec> core_option_table();
 std::span<const Alias> aliases();
 
-const OptionSpec* find_option(std::string_view name);
+const OptionSpec* find_option(std::span<const OptionSpec> table, std::string_view name);
+// Whether a key applies to `family` (a core key, or one the family declares); an empty family
+// (a name that does not tell) takes every key.
+bool applies_to(const OptionSpec& spec, std::string_view family);
 const Alias* find_alias(std::string_view name);
 std::string_view command_name(Command command);
 std::string_view type_name(ValueType type);

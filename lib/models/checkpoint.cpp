@@ -394,9 +394,9 @@ config::Config parse_arguments(config::Command command, std::span<const std::str
   return config::Config::from_arguments(command, arguments, [](const std::string& model) {
     const ModelName name = identify_model(model);
     config::ModelIdentity identity{name.family, name.size, {}};
-    if (!name.family.empty()) identity.defaults = family(name.family).option_defaults(name.size);
+    if (!name.family.empty()) identity.defaults = recipe_defaults(family(name.family), name.size);
     return identity;
-  });
+  }, option_table());
 }
 
 LoadedModel load_model(const std::string& spec, int class_count, std::optional<Checkpoint>* checkpoint_out, bool note_dropped) {
@@ -416,6 +416,7 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   loaded.name.family = checkpoint.family;
   loaded.name.size = checkpoint.size;
   loaded.name.is_file = true;
+  loaded.task = checkpoint.task;
   loaded.class_count = checkpoint.class_count;
   loaded.names = checkpoint.names;
   loaded.weights = path;

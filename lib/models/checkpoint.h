@@ -90,6 +90,7 @@ struct LoadedModel {
   int image_size = 0;             // the checkpoint's imgsz (0 when built from scratch)
   int class_hidden = 0;           // YOLOv9's class-tower width, for rebuilding (build_model)
   bool fine_tune = false;         // built in the family's form for training from weights (build_model)
+  std::string task = "detect";    // the task its checkpoint was trained for (eval::task_named)
 };
 
 // `model=` as users write it: yolo9-s / yolox-s (from scratch with `class_count` classes), a

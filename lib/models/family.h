@@ -202,17 +202,37 @@ class Family {
   }
   // The option defaults of the family's recipe for `size` (where they differ from the table's).
   virtual std::vector<config::OptionDefault> option_defaults(const std::string& size) const = 0;
+  // The family's own option keys (its loss gains, its optimizer groups' rates): type, default,
+  // range and help. option_table() puts them beside the core keys, tagged with the families that
+  // declare them; a key a family does not declare is warned about and left alone in its runs.
+  // A family's declared default applies to its models (before option_defaults, which win).
+  virtual std::span<const config::OptionSpec> options() const { return {}; }
 };
 
 // Throws ModelError for an unknown name.
 const Family& family(std::string_view name);
+// The defaults a family's model of `size` trains with: the family's declared keys' own defaults
+// (Family::options()) where the table's differ, then its recipe's (Family::option_defaults; later
+// entries win).
+std::vector<config::OptionDefault> recipe_defaults(const Family& family, const std::string& size);
 // Every family's recipe defaults, and a size's where they differ from its family's, for --help
 // and the man page.
 std::vector<config::FamilyDefaults> family_defaults_table();
 
 // The family a resolved configuration trains: its model's, or where the name does not tell, the
-// table's default model's (YOLOX).
+// default model's.
 const Family& family_of(const config::Config& config);
+// The model `model=` names when not given (LibreYOLO's default; lib/models/meson.build), and the
+// model the examples in help texts use (the first registered family's first size).
+std::string_view default_model();
+std::string example_model();
+// Every key the commands accept: the core table's and each registered family's own, tagged with
+// the families that declare them; `model`'s default and help (the registered names) filled in.
+std::span<const config::OptionSpec> option_table();
+// `libreyolo <command> --help` and the man page's OPTIONS, from option_table() with the families'
+// recipe defaults.
+std::string command_help(config::Command command);
+std::string man_options();
 // Every registered family, in lib/models/meson.build's order (generated: registered_families.cpp).
 std::span<const Family* const> families();
 

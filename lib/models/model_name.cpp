@@ -60,6 +60,8 @@ std::string known_names() {
 
 }  // namespace
 
+std::string model_names() { return known_names(); }
+
 std::string ModelName::weights_name() const {
   for (const Family* entry : families()) {
     if (entry->name() == family) return fmt::format("{}{}.pt", entry->weights_prefix(), size);

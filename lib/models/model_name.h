@@ -18,5 +18,7 @@ struct ModelName {
 
 // Throws ModelError for a name that is neither a known family-size nor a weights file.
 ModelName parse_model_name(std::string_view name);
+// The registered names, for help and errors: "yolo9-t/s/m/c, yolox-n/t/s/m/l/x, ...".
+std::string model_names();
 
 }  // namespace libreyolo::models

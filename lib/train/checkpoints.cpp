@@ -43,7 +43,7 @@ c10::IValue python_value(const config::OptionSpec& spec, const config::Value& va
 
 c10::IValue checkpoint_config(const config::Config& config) {
   c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
-  for (const auto& spec : config::option_table()) {
+  for (const auto& spec : config.table()) {
     if (!(spec.commands & config::command_train)) continue;  // as train_config.yaml: checkpoints come from training
     dict.insert(std::string(spec.name), python_value(spec, config.value(spec.name)));
   }
@@ -52,6 +52,7 @@ c10::IValue checkpoint_config(const config::Config& config) {
 
 models::Checkpoint make_checkpoint(Training& t, const TrainState& state, int epoch_done, std::int64_t batches_done) {
   models::Checkpoint c;
+  c.task = std::string(t.task->name());
   c.family = std::string(t.net.family->name());
   c.size = t.net.loaded.name.size;
   c.class_count = t.inputs.class_count;

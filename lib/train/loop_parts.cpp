@@ -98,14 +98,6 @@ void precise_batch_norm(Training& t, const TrainState& state, std::int64_t image
             targets.size() > 1 ? "s (trained and EMA)" : "", used);
 }
 
-double metric_value(const eval::Validation& v, const std::string& name) {
-  if (name == "metrics/mAP50") return v.coco.map50();
-  if (name == "metrics/mAP75") return v.coco.map75();
-  if (name == "metrics/precision") return v.pr.mean_precision;
-  if (name == "metrics/recall") return v.pr.mean_recall;
-  return v.coco.map50_95();
-}
-
 // A deep copy of a checkpoint's tensors (state dicts alias the live weights). Without autograd: a
 // clone of a parameter made under grad mode would keep an autograd node to it (its AccumulateGrad)
 // for as long as the copy lives, and a CUDA graph cannot capture a backward that ends in a node

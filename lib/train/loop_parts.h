@@ -50,9 +50,6 @@ at::Tensor gradients_finite(torch::nn::Module& module);
 // training images of this epoch's order, before they are validated and saved (LibreYOLO's place).
 void precise_batch_norm(Training& t, const TrainState& state, std::int64_t images);
 
-// The value of best_metric `name` in a validation.
-double metric_value(const eval::Validation& v, const std::string& name);
-
 // A deep copy of a checkpoint's tensors, without autograd (see loop_parts.cpp).
 models::Checkpoint snapshot(models::Checkpoint c);
 

@@ -79,8 +79,7 @@ void RunFiles::write_svg() const {
   for (const auto& row : rows_) {
     for (const auto& item : row.items()) {
       const std::string& key = item.key();
-      const bool wanted = key.rfind("train/", 0) == 0 || key == "metrics/mAP50" || key == "metrics/mAP50-95" ||
-                          key == "metrics/precision" || key == "metrics/recall";
+      const bool wanted = key.rfind("train/", 0) == 0 || key.rfind("metrics/", 0) == 0;  // the task's metric columns
       if (wanted && std::find(series.begin(), series.end(), key) == series.end()) series.push_back(key);
     }
   }

@@ -101,6 +101,12 @@ void log_ignored_keys(const config::Config& config, bool distributed) {
     log::info("{}={} ignored ({}); {} runs without it", spec->name, config::format_value(config.value(spec->name)), spec->why,
               config.command() == config::command_val ? "validation" : "training");
   }
+  // A family's own key given to another family's model (OptionSpec::families).
+  for (const auto* spec : config.keys_of_other_families()) {
+    log::warn("{}={} ignored: a key of [{}] only, and model={} is {}; {} runs without it", spec->name,
+              config::format_value(config.value(spec->name)), spec->families, config.get_text("model"), config.family(),
+              config.command() == config::command_val ? "validation" : "training");
+  }
 }
 
 void load_run_state(Training& t, TrainState& state, const models::Checkpoint& checkpoint, bool weights) {
@@ -204,8 +210,9 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
       ((config.get_bool("amp") && config.get_text("amp_dtype") == "bfloat16") || config.get_bool("profile"))) {
     t->precision.cpu_bf16_speedup = measure_cpu_bf16_speedup();
   }
-  set_up_data(config, t->place, t->inputs);
+  set_up_data(config, *t->task, t->place, t->inputs);
   set_up_model(config, t->place, t->inputs, t->checkpoint, t->net);
+  eval::check_model_task(t->net.loaded.task, *t->task, config.get_text("model"));
   state.epochs = static_cast<int>(config.get_int("epochs"));
   state.batches_per_epoch = static_cast<std::int64_t>(t->inputs.loader->batches_per_epoch());
   if (!config.is_none("nbs")) {
@@ -234,6 +241,10 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
     t->inputs.batch_scales = t->net.family->batch_scales(t->net.loaded.name.size, t->inputs.image_size);
   }
   state.metric_name = config.get_text("best_metric");
+  if (const auto names = t->task->metric_names(); std::find(names.begin(), names.end(), state.metric_name) == names.end()) {
+    throw UsageError(fmt::format("best_metric={}: task={} writes no such column (it writes: {})", state.metric_name,
+                                 t->task->name(), fmt::join(names, ", ")));
+  }
   state.reset_epoch_sums();
   set_up_optimizer(config, state, t->net, t->optim);
   set_up_amp(config, t->place, t->net, t->precision);
@@ -243,7 +254,7 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   t->optim.apply_schedule(state.schedule_iteration());
 
   if (t->inputs.val_dataset) {
-    t->validator = std::make_unique<eval::Validator>(
+    t->validator = t->task->make_validator(
         *t->inputs.val_dataset, eval::ValidatorOptions{.family = t->net.family, .batch_size = t->place.global_batch, .image_size = t->inputs.image_size,
                                                 .confidence = t->net.family->validation_confidence(), .iou = 0.65,
                                                 .max_detections = static_cast<int>(config.get_int("max_det")),

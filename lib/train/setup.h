@@ -7,6 +7,7 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "data/training_data.h"
+#include "eval/task.h"
 #include "eval/validator.h"
 #include "models/checkpoint.h"
 #include "models/family.h"
@@ -51,7 +52,7 @@ struct Placement {
 // What the network is trained and validated on.
 struct Inputs {
   data::TrainingData data;
-  std::unique_ptr<data::DetectionDataset> val_dataset;
+  std::unique_ptr<eval::TaskTypes::Dataset> val_dataset;
   std::unique_ptr<data::Loader> loader;
   int class_count = 0;
   int image_size = 640;
@@ -117,8 +118,9 @@ struct Graphs {
 };
 
 struct Training {
-  Training(const config::Config& config, Collectives* dist) : config(config) { place.dist = dist; }
+  Training(const config::Config& config, Collectives* dist) : config(config), task(&eval::task_of(config)) { place.dist = dist; }
   const config::Config& config;
+  const eval::Task* task;  // task=: the data it reads, its validator, metrics and best metric
   Placement place;
   Inputs inputs;
   Network net;

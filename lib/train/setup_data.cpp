@@ -29,15 +29,13 @@ void set_up_sampling(const config::Config& config, const data::DetectionDataset&
 
 }  // namespace
 
-void set_up_data(const config::Config& config, const Placement& place, Inputs& inputs) {
-  inputs.data = data::load_training_data(config, models::family_of(config).sample_pipeline());
+void set_up_data(const config::Config& config, const eval::Task& task, const Placement& place, Inputs& inputs) {
+  inputs.data = task.load_training_data(config, models::family_of(config).sample_pipeline());
   inputs.class_count = inputs.data.spec.class_count();
   inputs.image_size = inputs.data.dataset->image_size();
   if (config.get_bool("val") && !inputs.data.spec.val.empty()) {
-    auto scan = data::scan_split(inputs.data.spec, "val", place.workers);
-    inputs.val_dataset = std::make_unique<data::DetectionDataset>(std::move(scan.images), inputs.class_count, inputs.image_size,
-                                                             data::parse_cache_mode(config.get_text("cache")),
-                                                             inputs.data.dataset->resize_rule());
+    inputs.val_dataset = task.load_split(inputs.data.spec, "val", place.workers, inputs.image_size,
+                                         data::parse_cache_mode(config.get_text("cache")), inputs.data.dataset->resize_rule());
   }
   // Each rank takes every world-th sample of the epoch's order: its batch i and the other ranks'
   // batch i together are exactly the single-process global batch i, whatever the world size.

@@ -11,8 +11,8 @@
 
 namespace libreyolo::train {
 
-// The train split, its pipeline and loader, and the val split (setup_data.cpp).
-void set_up_data(const config::Config& config, const Placement& place, Inputs& inputs);
+// The train split, its pipeline and loader, and the val split, as the task reads them (setup_data.cpp).
+void set_up_data(const config::Config& config, const eval::Task& task, const Placement& place, Inputs& inputs);
 
 // The model from model=/pretrained= (its fine-tune form, a resumed run's weights and training-only
 // branch), frozen layers, the family's fit to the labels, sync_bn, channels-last, the EMA and the

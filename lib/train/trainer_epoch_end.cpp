@@ -4,7 +4,6 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "eval/plots.h"
 #include "train/checkpoints.h"
 #include "train/optimizer.h"
 
@@ -34,19 +33,19 @@ std::optional<eval::Validation> Trainer::validate(models::DetectionModel& model)
 
 // Best-model bookkeeping, the table and the average pool for a validation; true when it is the best.
 bool Trainer::take_validation(const eval::Validation& validation) {
-  const double metric = metric_value(validation, state_.metric_name);
+  const double metric = t_.task->metric(validation, state_.metric_name);
   const bool is_best = std::isfinite(metric) && (state_.best_epoch == 0 || metric > state_.best_metric);
   if (is_best) {
     state_.best_metric = metric;
-    state_.best_map50 = validation.coco.map50();
-    state_.best_map50_95 = validation.coco.map50_95();
+    // LibreYOLO's checkpoint keys best_mAP50 / best_mAP50_95 (NaN for a task without those columns)
+    state_.best_map50 = t_.task->metric(validation, "metrics/mAP50");
+    state_.best_map50_95 = t_.task->metric(validation, "metrics/mAP50-95");
     state_.best_epoch = state_.epoch + 1;
   }
-  const std::string table = eval::format_table(validation, t_.inputs.data.spec.names);
+  const std::string table = t_.task->table(validation, t_.inputs.data.spec.names);
   if (!config_.get_bool("quiet") && t_.place.main_process()) fmt::print(stderr, "{}", table);
   log::to_file(table);
-  log::info("Validation - mAP50: {:.4f}, mAP50-95: {:.4f} ({:.1f}s)", validation.coco.map50(), validation.coco.map50_95(),
-            validation.seconds);
+  log::info("Validation - {} ({:.1f}s)", t_.task->summary(validation), validation.seconds);
   if (average_ && average_->consider(models::state_dict(*t_.net.evaluated_model().module), metric)) {
     log::info("average_best: admitted snapshot ({}={:.5f}, pool {}/{})", state_.metric_name, metric, average_->size(),
               average_->capacity());
@@ -63,7 +62,7 @@ nlohmann::ordered_json Trainer::epoch_row(bool is_best, const std::optional<eval
   row["train/loss"] = state_.last_epoch_loss;
   row["validated"] = validation.has_value();
   row["is_best"] = is_best;
-  row["current_metric"] = validation ? metric_value(*validation, state_.metric_name) : std::nan("");
+  row["current_metric"] = validation ? t_.task->metric(*validation, state_.metric_name) : std::nan("");
   row["current_metric_name"] = state_.metric_name;
   row["best_metric"] = state_.best_epoch ? state_.best_metric : std::nan("");
   row["best_metric_name"] = state_.metric_name;
@@ -71,10 +70,11 @@ nlohmann::ordered_json Trainer::epoch_row(bool is_best, const std::optional<eval
   const auto means = state_.loss_means();
   for (std::size_t i = 0; i < state_.loss_names.size(); ++i) row["train/" + state_.loss_names[i]] = means[i];
   if (validation) {
-    const auto& c = validation->coco;
-    last_metrics_ = {{"metrics/mAP50-95", c.map50_95()}, {"metrics/mAP50", c.map50()}, {"metrics/mAP75", c.map75()},
-                     {"metrics/precision", validation->pr.mean_precision}, {"metrics/recall", validation->pr.mean_recall}};
-    for (const auto& item : last_metrics_.items()) row[item.key()] = item.value();
+    last_metrics_ = nlohmann::ordered_json::object();
+    for (const auto& [column, value] : t_.task->metrics(*validation)) {
+      last_metrics_[column] = value;
+      row[column] = value;
+    }
     for (const auto& [name, value] : validation->losses) row["val/" + name] = value;
   }
   for (std::size_t g = 0; g < t_.optim.optimizer->param_groups().size(); ++g) row[fmt::format("lr/group{}", g)] = learning_rate(*t_.optim.optimizer, g);
@@ -104,13 +104,13 @@ void Trainer::write_average() {
   if (t_.validator) {
     log::info("average_best: validating the averaged weights");
     validation = validate(model);
-    log::info("average_best: mAP50 {:.4f}, mAP50-95 {:.4f}", validation->coco.map50(), validation->coco.map50_95());
+    log::info("average_best: {}", t_.task->summary(*validation));
   }
   models::Checkpoint c = make_checkpoint(t_, state_, state_.epoch - 1, 0);
   c.model = models::state_dict(*model.module);
   c.set_extra("averaged_snapshot_count", static_cast<std::int64_t>(average_->size()));
   c.set_extra("average_metric_key", state_.metric_name);
-  if (validation) c.set_extra("average_metric_value", metric_value(*validation, state_.metric_name));
+  if (validation) c.set_extra("average_metric_value", t_.task->metric(*validation, state_.metric_name));
   const fs::path path = record_.weights_dir() / "average.pt";
   if (t_.place.main_process()) models::write_checkpoint(path, c);
   log::info("average_best: wrote {} from {} snapshots ({} {})", path.string(), average_->size(), state_.metric_name,
@@ -119,8 +119,8 @@ void Trainer::write_average() {
 
 void Trainer::write_plots(const eval::Validation& validation) {
   const fs::path dir = run_dir_ / "val";
-  const auto written = eval::write_validation_plots(dir, validation, t_.inputs.data.spec.names, t_.validator->dataset(),
-                                                    static_cast<int>(config_.get_int("plot_samples")));
+  const auto written = t_.task->write_plots(dir, validation, t_.inputs.data.spec.names, t_.validator->dataset(),
+                                           static_cast<int>(config_.get_int("plot_samples")));
   log::info("save_plots: {} files in {}", written, dir.string());
 }
 

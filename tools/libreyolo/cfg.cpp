@@ -39,7 +39,7 @@ int run_cfg(const Arguments& arguments) {
   const auto resolved = models::parse_arguments(command, rest);
   if (resolved.get_bool("json")) {
     nlohmann::json out = nlohmann::json::object();
-    for (const auto& spec : config::option_table()) {
+    for (const auto& spec : resolved.table()) {
       if (spec.commands & command) out[std::string(spec.name)] = config::format_value(resolved.value(spec.name));
     }
     fmt::print("{}\n", out.dump(2));
@@ -48,7 +48,7 @@ int run_cfg(const Arguments& arguments) {
   fmt::print("# libreyolo {} configuration{}\n", config::command_name(command),
              resolved.family().empty() ? "" : fmt::format(" for {}-{}", resolved.family(), resolved.size()));
   for (const auto& note : resolved.notes()) fmt::print("# {}\n", note);
-  for (const auto& spec : config::option_table()) {
+  for (const auto& spec : resolved.table()) {
     if (!(spec.commands & command)) continue;
     fmt::print("{:<24} {:<20} {}\n", spec.name, config::format_value(resolved.value(spec.name)),
                config::source_name(resolved.source(spec.name)));
@@ -58,7 +58,7 @@ int run_cfg(const Arguments& arguments) {
 
 // Every key of the table (the train page documents them all), for man/libreyolo-train.1.
 int run_man_options(const Arguments&) {
-  fmt::print("{}", config::format_man_options(config::command_all, models::family_defaults_table()));
+  fmt::print("{}", models::man_options());
   return 0;
 }
 

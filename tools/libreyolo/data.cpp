@@ -14,6 +14,7 @@
 #include "data/preview.h"
 #include "data/synth.h"
 #include "data/training_data.h"
+#include "eval/task.h"
 
 
 #include <filesystem>
@@ -27,75 +28,6 @@ namespace libreyolo::cli {
 
 namespace {
 
-struct SplitReport {
-  std::string name;
-  data::ScanResult scan;
-  std::vector<int> images_per_class;
-  std::vector<int> instances_per_class;
-  std::map<int, int> long_side_histogram;  // bucket lower bound -> images
-};
-
-int size_bucket(int long_side) {
-  for (const int bound : {2560, 1280, 640, 320, 160}) {
-    if (long_side >= bound) return bound;
-  }
-  return 0;
-}
-
-SplitReport report_split(const data::DatasetSpec& spec, const std::string& split, int workers) {
-  SplitReport report;
-  report.name = split;
-  report.scan = data::read_split(spec, split, workers);
-  report.images_per_class.assign(spec.names.size(), 0);
-  report.instances_per_class.assign(spec.names.size(), 0);
-  for (const auto& record : report.scan.images) {
-    std::vector<bool> seen(spec.names.size(), false);
-    for (const auto& box : record.boxes) {
-      ++report.instances_per_class[box.cls];
-      seen[box.cls] = true;
-    }
-    for (std::size_t c = 0; c < seen.size(); ++c) report.images_per_class[c] += seen[c] ? 1 : 0;
-    ++report.long_side_histogram[size_bucket(std::max(record.width, record.height))];
-  }
-  return report;
-}
-
-void print_report(const data::DatasetSpec& spec, const SplitReport& report) {
-  fmt::print("{}: {}{}\n", report.name, report.scan.summary(), report.scan.from_cache ? " (from cache)" : "");
-  if (const auto& coco = report.scan.coco) {  // as pycocotools counts them
-    fmt::print("  {}: {} images, {} annotations ({} crowd), {} categories\n", report.scan.cache_file.filename().string(),
-               coco->images, coco->annotations, coco->crowd, coco->categories);
-  }
-  for (const auto& message : report.scan.messages) fmt::print("  {}\n", message);
-  fmt::print("  {:>22} {:>10} {:>10}\n", "class", "images", "instances");
-  for (std::size_t c = 0; c < spec.names.size(); ++c) {
-    if (report.instances_per_class[c] == 0) continue;
-    fmt::print("  {:>22} {:>10} {:>10}\n", printable(spec.names[c]), report.images_per_class[c], report.instances_per_class[c]);
-  }
-  fmt::print("  image long side:");
-  for (const auto& [bucket, count] : report.long_side_histogram) fmt::print(" >={}px: {}", bucket, count);
-  fmt::print("\n");
-}
-
-nlohmann::json report_json(const data::DatasetSpec& spec, const SplitReport& report) {
-  nlohmann::json classes = nlohmann::json::object();
-  for (std::size_t c = 0; c < spec.names.size(); ++c) {
-    classes[spec.names[c]] = {{"images", report.images_per_class[c]}, {"instances", report.instances_per_class[c]}};
-  }
-  nlohmann::json histogram = nlohmann::json::object();
-  for (const auto& [bucket, count] : report.long_side_histogram) histogram[std::to_string(bucket)] = count;
-  nlohmann::json out = {{"images", report.scan.images.size()},  {"backgrounds", report.scan.backgrounds},
-          {"corrupt", report.scan.corrupt},       {"missing_labels", report.scan.missing_labels},
-          {"duplicates_removed", report.scan.duplicates_removed},
-          {"messages", report.scan.messages},     {"classes", classes},
-          {"long_side_histogram", histogram}};
-  if (const auto& coco = report.scan.coco) {
-    out["coco"] = {{"file", report.scan.cache_file.string()}, {"images", coco->images}, {"annotations", coco->annotations},
-                   {"crowd", coco->crowd}, {"categories", coco->categories}};
-  }
-  return out;
-}
-
 int run_data_check(const Arguments& arguments) {
   const auto config = models::parse_arguments(config::command_data, arguments);
   log::set_quiet(config.get_bool("quiet"));
@@ -105,15 +37,16 @@ int run_data_check(const Arguments& arguments) {
   const auto spec = data::load_dataset_spec(config.get_text("data"));
   nlohmann::json out = {{"yaml", spec.yaml_file.string()}, {"root", spec.root.string()}, {"nc", spec.class_count()}};
   bool any_image = false;
+  const eval::Task& task = eval::task_of(config);
   if (!config.get_bool("json")) fmt::print("{} ({} classes, root {})\n", spec.yaml_file.string(), spec.class_count(), spec.root.string());
   for (const std::string split : {"train", "val", "test"}) {
     if (spec.split(split).empty()) continue;
-    const auto report = report_split(spec, split, static_cast<int>(config.get_int("workers")));
-    any_image = any_image || !report.scan.images.empty();
+    const eval::SplitCheck check = task.check_split(spec, split, static_cast<int>(config.get_int("workers")));
+    any_image = any_image || check.images > 0;
     if (config.get_bool("json")) {
-      out[split] = report_json(spec, report);
+      out[split] = check.json;
     } else {
-      print_report(spec, report);
+      fmt::print("{}", check.text);
     }
   }
   if (config.get_bool("json")) fmt::print("{}\n", out.dump(2));
@@ -181,7 +114,7 @@ int run_data(const Arguments& arguments) {
     return action.empty() ? 2 : 0;
   }
   if (wants_help(rest)) {
-    fmt::print("libreyolo data {}\n\n{}", action, config::format_command_help(config::command_data, models::family_defaults_table()));
+    fmt::print("libreyolo data {}\n\n{}", action, models::command_help(config::command_data));
     return 0;
   }
   if (action == "check") return run_data_check(rest);

@@ -8,6 +8,7 @@
 #include "models/checkpoint.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "eval/task.h"
 #include "data/loader.h"
 #include "data/training_data.h"
 
@@ -47,7 +48,7 @@ int run_data_bench(const Arguments& arguments) {
   const auto config = models::parse_arguments(config::command_data, arguments);
   log::set_quiet(config.get_bool("quiet"));
   if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data bench data=coco128");
-  const auto training = data::load_training_data(config, models::family_of(config).sample_pipeline());
+  const auto training = eval::task_of(config).load_training_data(config, models::family_of(config).sample_pipeline());
   const auto& dataset = *training.dataset;
   const auto& pipeline = *training.pipeline;
   const int batch = static_cast<int>(std::max<std::int64_t>(1, config.get_int("batch")));

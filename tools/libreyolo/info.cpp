@@ -14,7 +14,7 @@ namespace libreyolo::cli {
 
 int run_info(const Arguments& arguments) {
   if (wants_help(arguments)) {
-    fmt::print("{}", config::format_command_help(config::command_info, models::family_defaults_table()));
+    fmt::print("{}", models::command_help(config::command_info));
     return 0;
   }
   const auto config = models::parse_arguments(config::command_info, arguments);

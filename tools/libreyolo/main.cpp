@@ -2,8 +2,9 @@
 #include "commands.h"
 #include "core/error.h"
 #include "core/system_info.h"
+#include "models/family.h"
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <unistd.h>
 
@@ -29,13 +30,13 @@ struct Subcommand {
 };
 
 constexpr std::array<Subcommand, 10> kSubcommands{{
-    {"train", libreyolo::cli::run_train, "train a detector: libreyolo train model=yolo9-t data=coco8 epochs=10"},
+    {"train", libreyolo::cli::run_train, "train a detector: libreyolo train model={model} data=coco8 epochs=10"},
     {"val", libreyolo::cli::run_val, "COCO mAP of a model: libreyolo val model=runs/train/exp/weights/best.pt data=coco8"},
     {"predict", libreyolo::cli::run_predict, "detect on images: libreyolo predict model=best.pt source=images/"},
     {"profile", libreyolo::cli::run_profile, "where the step time goes: libreyolo profile run coco8 --batch 8 --imgsz 320"},
     {"data", libreyolo::cli::run_data, "inspect a dataset: libreyolo data check data=coco128"},
-    {"info", libreyolo::cli::run_info, "layers, parameters and GFLOPs: libreyolo info model=yolo9-s imgsz=640"},
-    {"cfg", libreyolo::cli::run_cfg, "print every key with its resolved value: libreyolo cfg model=yolo9-s"},
+    {"info", libreyolo::cli::run_info, "layers, parameters and GFLOPs: libreyolo info model={model} imgsz=640"},
+    {"cfg", libreyolo::cli::run_cfg, "print every key with its resolved value: libreyolo cfg model={model}"},
     {"checks", libreyolo::cli::run_checks, "versions, CUDA stack, GPUs and CPU threads of this build"},
     {"version", libreyolo::cli::run_checks, "same as checks"},
     {"man-options", libreyolo::cli::run_man_options, "(maintainers) troff OPTIONS section for a command"},
@@ -58,7 +59,11 @@ void choose_openmp_wait_policy(char** argv, std::string_view command) {
 
 void print_usage() {
   fmt::print("usage: libreyolo <command> [key=value ...]\n\ncommands:\n");
-  for (const auto& command : kSubcommands) fmt::print("  {:<12} {}\n", command.name, command.summary);
+  // The examples' model comes from the registry ({model} in a summary).
+  const std::string model = libreyolo::models::example_model();
+  for (const auto& command : kSubcommands) {
+    fmt::print("  {:<12} {}\n", command.name, fmt::format(fmt::runtime(command.summary), fmt::arg("model", model)));
+  }
   fmt::print("\n'libreyolo <command> --help' lists a command's keys.\n");
 }
 

@@ -176,8 +176,11 @@ int run_profile(const Arguments& arguments) {
 
   auto* run_cmd = app.add_subcommand("run", "train a few real steps with the profiler and print the verdict");
   run_cmd->add_option("data", run.data, "dataset YAML or built-in name (coco8, coco128)")->required();
-  run_cmd->add_option("--weights,--model", run.model, "weights file or model name (default: a fresh yolo9-<size>)");
-  run_cmd->add_option("--size", run.size, "model size when no weights are given (t, s, m, c)");
+  const models::Family& fresh = profile_family();
+  std::string sizes;
+  for (const auto& size : fresh.sizes()) sizes += fmt::format("{}{}", sizes.empty() ? "" : ", ", size);
+  run_cmd->add_option("--weights,--model", run.model, fmt::format("weights file or model name (default: a fresh {}-<size>)", fresh.name()));
+  run_cmd->add_option("--size", run.size, fmt::format("model size when no weights are given ({})", sizes));
   run_cmd->add_option("--batch", run.batch, "batch size")->check(CLI::PositiveNumber);
   run_cmd->add_option("--imgsz", run.image_size, "input size")->check(CLI::Range(32, 8192));
   run_cmd->add_option("--workers", run.workers, "data loader workers")->check(CLI::NonNegativeNumber);

@@ -22,7 +22,8 @@ int run_profile_trials(const ProfileRunOptions& o, bool json) {
   (void)data::load_dataset_spec(o.data);  // a wrong data= fails before any folder is made
   // Under torchrun or srun every rank runs this command; only rank 0 reads and prints the profile.
   const bool main_process = dist::resolve_launch_env(dist::process_environment()).rank == 0;
-  const std::string model = o.model.empty() ? "yolo9-" + o.size : o.model;
+  const std::string model =
+      o.model.empty() ? fmt::format("{}-{}", profile_family().name(), o.size.empty() ? profile_family().sizes().front() : o.size) : o.model;
   std::vector<nlohmann::ordered_json> trials;
   std::vector<std::string> paths;
   for (int trial = 1; trial <= o.repeat; ++trial) {

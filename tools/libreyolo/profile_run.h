@@ -1,14 +1,19 @@
 // `libreyolo profile run`: trial training runs with profile=true, profile_then_stop=true.
 #pragma once
 
+#include "models/family.h"
+
 #include <string>
 
 namespace libreyolo::cli {
 
+// The family `profile run` trains where no model is given: the first registered (the examples').
+inline const models::Family& profile_family() { return *models::families().front(); }
+
 struct ProfileRunOptions {
   std::string data;
-  std::string model;  // weights or name; empty: yolo9-<size>
-  std::string size = "t";
+  std::string model;  // weights or name; empty: a fresh model of profile_family() at `size`
+  std::string size;   // empty: that family's first (smallest) size
   int batch = 16;
   int image_size = 640;
   int workers = 8;

@@ -275,7 +275,7 @@ int train_as_other_rank(const config::Config& config, dist::Group& group, dist::
 // and said.
 void check_resume_changes(const config::Config& run, const config::Config& resumed, const std::filesystem::path& run_config) {
   static constexpr std::array<std::string_view, 4> kFixed{"data", "imgsz", "batch", "single_cls"};
-  for (const auto& spec : config::option_table()) {
+  for (const auto& spec : resumed.table()) {
     if (!(spec.commands & config::command_train) || resumed.source(spec.name) != config::Source::command_line) continue;
     if (spec.name == "model" || spec.name == "resume") continue;
     const std::string before = config::format_value(run.value(spec.name)), after = config::format_value(resumed.value(spec.name));
@@ -294,7 +294,7 @@ void check_resume_changes(const config::Config& run, const config::Config& resum
 
 int run_train(const Arguments& arguments) {
   if (wants_help(arguments)) {
-    fmt::print("{}", config::format_command_help(config::command_train, models::family_defaults_table()));
+    fmt::print("{}", models::command_help(config::command_train));
     return 0;
   }
   // Started as one rank of several (torchrun, srun, or our own launcher): then this process trains

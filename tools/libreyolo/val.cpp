@@ -9,7 +9,7 @@
 #include "core/log.h"
 #include "core/run_dir.h"
 #include "data/training_data.h"
-#include "eval/plots.h"
+#include "eval/task.h"
 #include "eval/validator.h"
 #include "models/checkpoint.h"
 #include "train/trainer.h"
@@ -31,7 +31,7 @@ bool is_checkpoint_file(const std::string& model) {
 
 int run_val(const Arguments& arguments) {
   if (wants_help(arguments)) {
-    fmt::print("{}", config::format_command_help(config::command_val, models::family_defaults_table()));
+    fmt::print("{}", models::command_help(config::command_val));
     return 0;
   }
   const auto config = models::parse_arguments(config::command_val, arguments);
@@ -70,17 +70,19 @@ int run_val(const Arguments& arguments) {
                                                 "for a model that predicts the dataset's classes)"
                                               : ""));
   }
-  auto scan = data::scan_split(spec, split, static_cast<int>(config.get_int("workers")));
+  const eval::Task& task = eval::task_of(config);
+  eval::check_model_task(loaded.task, task, config.get_text("model"));
   const int image_size = config.source("imgsz") == config::Source::table_default && loaded.image_size > 0
                              ? loaded.image_size : config.get_image_size("imgsz").height;
   const models::Family& family = models::family(loaded.name.family);
-  const data::DetectionDataset dataset(std::move(scan.images), spec.class_count(), image_size, data::CacheMode::none,
-                                       family.sample_pipeline()->resize_rule());
+  const auto dataset_owner = task.load_split(spec, split, static_cast<int>(config.get_int("workers")), image_size,
+                                             data::CacheMode::none, family.sample_pipeline()->resize_rule());
+  const auto& dataset = *dataset_owner;
   const c10::Device device = train::resolve_device(config.get_text("device"));
   train::log_ignored_keys(config);
   loaded.model.module->to(device);
   loaded.model.module->eval();
-  const eval::Validator validator(dataset, {.family = &family,
+  const auto validator = task.make_validator(dataset, {.family = &family,
                                             .batch_size = static_cast<int>(std::max<std::int64_t>(1, config.get_int("batch"))),
                                             .image_size = image_size,
                                             .confidence = config.is_none("conf") ? family.validation_confidence() : config.get_real("conf"),
@@ -89,51 +91,30 @@ int run_val(const Arguments& arguments) {
                                             .coco_max_detections = config.is_none("eval_max_det") ? 100 : static_cast<int>(config.get_int("eval_max_det")),
                                             .workers = static_cast<int>(std::max<std::int64_t>(1, config.get_int("workers"))),
                                             .device = device});
-  const auto result = validator.run([&](const at::Tensor& x) { return loaded.model.forward(x); });
-  if (!config.get_bool("quiet")) fmt::print(stderr, "{}", eval::format_table(result, spec.names));
+  const auto result = validator->run([&](const at::Tensor& x) { return loaded.model.forward(x); });
+  if (!config.get_bool("quiet")) fmt::print(stderr, "{}", task.table(result, spec.names));
   log::info("Speed: {:.1f} ms per image ({} images in {:.1f}s)", 1000 * result.seconds / std::max<std::int64_t>(1, result.images),
             result.images, result.seconds);
-  const auto& c = result.coco;
   nlohmann::ordered_json out = {{"model", loaded.model.display_name},
                                 {"data", spec.yaml_file.string()},
                                 {"split", split},
                                 {"images", result.images},
-                                {"instances", result.instances},
-                                {"metrics/mAP50-95", c.map50_95()},
-                                {"metrics/mAP50", c.map50()},
-                                {"metrics/mAP75", c.map75()},
-                                {"metrics/precision", result.pr.mean_precision},
-                                {"metrics/recall", result.pr.mean_recall},
-                                {"stats", c.stats}};
+                                {"instances", result.instances}};
+  for (const auto& [column, value] : task.metrics(result)) out[column] = value;
+  out["stats"] = result.coco.stats;  // COCOeval's twelve (detection's)
   std::filesystem::path run_dir;
   if (config.get_bool("save_json") || config.get_bool("save_plots")) {
     const std::string project = config.source("project") == config::Source::table_default ? "runs/val" : config.get_text("project");
     run_dir = create_run_dir(project, config.get_text("name"), config.get_bool("exist_ok"));
   }
   if (config.get_bool("save_plots")) {
-    const int written = eval::write_validation_plots(run_dir, result, spec.names, dataset, static_cast<int>(config.get_int("plot_samples")));
+    const int written = task.write_plots(run_dir, result, spec.names, dataset, static_cast<int>(config.get_int("plot_samples")));
     log::info("save_plots: {} files in {}", written, run_dir.string());
   }
   if (config.get_bool("save_json")) {
-    nlohmann::json predictions = nlohmann::json::array();
-    for (const auto& d : result.detections) {
-      const auto& record = dataset.record(static_cast<std::size_t>(d.image));
-      // COCO JSON: its image and category ids; YOLO labels: a numeric file stem, as LibreYOLO writes it
-      const std::string stem = record.image.stem().string();
-      const bool numeric = !stem.empty() && stem.size() < 19 && std::all_of(stem.begin(), stem.end(), ::isdigit);
-      const nlohmann::json image_id = record.source_id >= 0 ? nlohmann::json(record.source_id)
-                                      : numeric             ? nlohmann::json(std::stoll(stem))
-                                                            : nlohmann::json(stem);
-      nlohmann::json entry = {{"image_id", image_id},
-                              {"category_id", spec.category_id(d.category)},
-                              // unrounded, as LibreYOLO writes them: COCOeval then sees the very
-                              // detections, and tied scores order as ours
-                              {"bbox", {d.x, d.y, d.w, d.h}},
-                              {"score", d.score}};
-      predictions.push_back(entry);
-    }
+    const auto [predictions, count] = task.predictions_json(result, dataset, spec);
     write_file_atomically(run_dir / "predictions.json", predictions.dump());
-    log::info("Saved {} ({} detections)", (run_dir / "predictions.json").string(), result.detections.size());
+    log::info("Saved {} ({} detections)", (run_dir / "predictions.json").string(), count);
     out["predictions"] = (run_dir / "predictions.json").string();
   }
   if (config.get_bool("json")) fmt::print("{}\n", out.dump());

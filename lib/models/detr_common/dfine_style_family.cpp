@@ -216,6 +216,7 @@ class DfineStyleFamily final : public Family {
     return {};
   }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override { return spec_.option_defaults(size); }
+  std::span<const config::OptionSpec> options() const override { return dfine_option_keys(); }
 
  private:
   std::string_view display_family() const { return spec_.display; }

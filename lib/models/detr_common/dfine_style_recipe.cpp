@@ -1,9 +1,22 @@
 #include "models/detr_common/dfine_style_recipe.h"
 
+#include <array>
 #include <map>
 #include <string_view>
 
 namespace libreyolo::models::detr {
+
+namespace {
+
+constexpr auto kDfineKeys = std::to_array<config::OptionSpec>({
+    {.name = "backbone_lr_mult", .type = config::ValueType::real, .default_value = "1.0", .group = "optimizer",
+     .help = "learning-rate multiple of the backbone's groups (LibreYOLO's D-FINE fine-tune recipe: 0.5)", .minimum = 0,
+     .maximum = 10, .support = config::Support::honoured},
+});
+
+}  // namespace
+
+std::span<const config::OptionSpec> dfine_option_keys() { return kDfineKeys; }
 
 std::vector<config::OptionDefault> dfine_option_defaults(const std::string& size) {
   (void)size;  // every size trains with the same recipe

@@ -8,6 +8,7 @@
 #include "core/option_table.h"
 #include "models/family.h"
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,5 +22,7 @@ std::vector<config::OptionDefault> deim_option_defaults(const std::string& size)
 // {backbone, head} x {decay, none}: norms ("norm", ".bn."), biases and "lab.scale" without decay,
 // the backbone's groups at `backbone_multiplier`.
 ParameterRules dfine_parameter_rules(double backbone_multiplier);
+// The D-FINE-style families' own key: their backbone groups' learning-rate multiple.
+std::span<const config::OptionSpec> dfine_option_keys();
 
 }  // namespace libreyolo::models::detr

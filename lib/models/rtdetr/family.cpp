@@ -113,6 +113,7 @@ class RtdetrFamily final : public Family {
   bool channels_last_on_cpu() const override { return false; }
   bool warms_up_momentum() const override { return false; }
   std::shared_ptr<const data::SamplePipeline> sample_pipeline() const override { return rtdetr::sample_pipeline(); }
+  std::span<const config::OptionSpec> options() const override { return rtdetr_option_keys(); }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
     return rtdetr_option_defaults(size);
   }

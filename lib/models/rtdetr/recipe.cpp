@@ -1,6 +1,20 @@
 #include "models/rtdetr/recipe.h"
 
+#include <array>
+
 namespace libreyolo::models::detr {
+
+namespace {
+
+constexpr auto kRtdetrKeys = std::to_array<config::OptionSpec>({
+    {.name = "lr_backbone", .type = config::ValueType::real, .default_value = "0.0", .group = "optimizer",
+     .help = "learning rate of the backbone (its groups train at lr_backbone / lr0 of the schedule's rate; 0: lr0's)",
+     .minimum = 0, .maximum = 1, .support = config::Support::honoured},
+});
+
+}  // namespace
+
+std::span<const config::OptionSpec> rtdetr_option_keys() { return kRtdetrKeys; }
 
 std::vector<config::OptionDefault> rtdetr_option_defaults(const std::string& size) {
   (void)size;  // every size trains with the same recipe

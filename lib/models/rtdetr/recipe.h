@@ -5,12 +5,15 @@
 #include "core/option_table.h"
 #include "models/family.h"
 
+#include <span>
 #include <string>
 #include <vector>
 
 namespace libreyolo::models::detr {
 
 std::vector<config::OptionDefault> rtdetr_option_defaults(const std::string& size);
+// RT-DETR's own key: its backbone's learning rate.
+std::span<const config::OptionSpec> rtdetr_option_keys();
 
 // The groups, first match wins: backbone norms (lr x `backbone_ratio`, no decay), the rest of the
 // backbone (lr x `backbone_ratio`), encoder and decoder norms and biases (no decay), everything else.

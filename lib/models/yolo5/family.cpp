@@ -85,6 +85,7 @@ class Yolov5Family final : public Family {
   bool warms_up_momentum() const override { return true; }
   bool ramps_nominal_batch() const override { return true; }
   std::shared_ptr<const data::SamplePipeline> sample_pipeline() const override { return yolo_common::ultralytics_pipeline(/*yolov5_mosaic=*/true); }
+  std::span<const config::OptionSpec> options() const override { return option_keys(); }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
     return yolo5::option_defaults(size);
   }

@@ -100,6 +100,7 @@ class Yolo9Family final : public Family {
   bool channels_last_on_cpu() const override { return true; }
   bool warms_up_momentum() const override { return true; }
   std::shared_ptr<const data::SamplePipeline> sample_pipeline() const override { return yolo_common::ultralytics_pipeline(/*yolov5_mosaic=*/false); }
+  std::span<const config::OptionSpec> options() const override { return option_keys(); }
   std::vector<config::OptionDefault> option_defaults(const std::string& size) const override {
     return yolo9::option_defaults(size);
   }

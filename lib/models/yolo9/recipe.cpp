@@ -1,6 +1,30 @@
 #include "models/yolo9/recipe.h"
 
+#include <array>
+
 namespace libreyolo::models::yolo9 {
+
+namespace {
+
+using config::OptionSpec;
+using config::Support;
+using config::ValueType;
+
+constexpr auto kKeys = std::to_array<OptionSpec>({
+    {.name = "box", .type = ValueType::real, .default_value = "7.5", .group = "loss",
+     .help = "box (CIoU) loss gain", .minimum = 0, .maximum = 1000, .support = Support::honoured},
+    {.name = "cls", .type = ValueType::real, .default_value = "0.5", .group = "loss",
+     .help = "classification (BCE) loss gain", .minimum = 0, .maximum = 1000, .support = Support::honoured},
+    {.name = "dfl", .type = ValueType::real, .default_value = "1.5", .group = "loss",
+     .help = "distribution focal loss gain", .minimum = 0, .maximum = 1000, .support = Support::honoured},
+    {.name = "aux_weight", .type = ValueType::real, .default_value = "0.25", .group = "loss",
+     .help = "weight of the PGI auxiliary branch's losses, trained beside the main head (0 = no branch)", .minimum = 0,
+     .maximum = 1000, .support = Support::honoured},
+});
+
+}  // namespace
+
+std::span<const config::OptionSpec> option_keys() { return kKeys; }
 
 std::vector<config::OptionDefault> option_defaults(const std::string& size) {
   (void)size;  // every size trains with the same recipe

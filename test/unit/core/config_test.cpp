@@ -201,7 +201,7 @@ TEST_CASE("cfg file mistakes name the file and the key", "[cfg_file][errors]") {
 TEST_CASE("train_config.yaml holds every key and loads back to the same values", "[cfg_file]") {
   const auto original = train({"model=yolo9-t", "epochs=7", "imgsz=480x640", "nbs=64", "amp_dtype=bf16", "name=x y"});
   const std::string yaml = original.to_yaml();
-  for (const auto& spec : option_table()) {
+  for (const auto& spec : libreyolo::models::option_table()) {
     INFO(spec.name);
     const bool written = yaml.find(fmt::format("\n{}:", spec.name)) != std::string::npos ||
                          yaml.starts_with(std::string(spec.name) + ":");
@@ -209,7 +209,7 @@ TEST_CASE("train_config.yaml holds every key and loads back to the same values",
   }
   const auto path = temp_file("train_config.yaml", yaml);
   const auto reloaded = train({"cfg=" + path.string()});
-  for (const auto& spec : option_table()) {
+  for (const auto& spec : libreyolo::models::option_table()) {
     if (spec.name == "cfg" || !(spec.commands & command_train)) continue;
     INFO(spec.name);
     CHECK(format_value(reloaded.value(spec.name)) == format_value(original.value(spec.name)));

@@ -35,7 +35,7 @@ std::string unescape(std::string text) {
 
 TEST_CASE("libreyolo-train.1 documents every key of the option table with its default", "[man]") {
   const std::string page = unescape(read_man("libreyolo-train.1"));
-  for (const auto& spec : option_table()) {
+  for (const auto& spec : libreyolo::models::option_table()) {
     INFO("missing from man/libreyolo-train.1: " << spec.name << "=" << spec.default_value
                                                 << " (regenerate with: libreyolo man-options)");
     CHECK(page.find(".B " + std::string(spec.name) + "=" + std::string(spec.default_value) + "\n") != std::string::npos);

@@ -36,17 +36,18 @@ fs::path source_root() {
   return root;
 }
 
-// Every C++ source under lib/ and tools/ but the option table itself, concatenated.
+// Every C++ source under lib/ and tools/, concatenated, with the keys' declarations (`.name =
+// "key"`: the core table's and the families') blanked, so a key counts as read only where code reads it.
 std::string program_sources() {
   std::string all;
   for (const char* dir : {"lib", "tools"}) {
     for (const auto& entry : fs::recursive_directory_iterator(source_root() / dir)) {
       const auto ext = entry.path().extension();
-      if ((ext != ".cpp" && ext != ".h") || entry.path().filename() == "option_table.cpp") continue;
+      if (ext != ".cpp" && ext != ".h") continue;
       all += test_util::read_all(entry.path());
     }
   }
-  return all;
+  return std::regex_replace(all, std::regex(R"(\.name = "[a-z0-9_]+")"), ".name = ?");
 }
 
 Command first_command(unsigned commands) {
@@ -70,7 +71,7 @@ std::string other_value(const OptionSpec& spec) {
 
 TEST_CASE("Every key is in the table once, and no alias is also a key", "[support]") {
   std::set<std::string_view> names;
-  for (const auto& spec : libreyolo::config::option_table()) {
+  for (const auto& spec : libreyolo::models::option_table()) {
     INFO(spec.name);
     CHECK(names.insert(spec.name).second);  // a second entry would shadow the first's default and help
   }
@@ -82,7 +83,7 @@ TEST_CASE("Every key is in the table once, and no alias is also a key", "[suppor
 
 TEST_CASE("Every key of the table is honoured, logged or refused", "[support]") {
   const std::string sources = program_sources();
-  for (const auto& spec : option_table()) {
+  for (const auto& spec : libreyolo::models::option_table()) {
     INFO(spec.name);
     CHECK(spec.support != Support::unclassified);
     if (spec.support == Support::honoured) {
@@ -96,7 +97,7 @@ TEST_CASE("Every key of the table is honoured, logged or refused", "[support]") 
 
 TEST_CASE("A refused key takes only its default; anything else exits 2 and says why", "[support]") {
   int refused = 0;
-  for (const auto& spec : option_table()) {
+  for (const auto& spec : libreyolo::models::option_table()) {
     if (spec.support != Support::refused) continue;
     ++refused;
     INFO(spec.name);
@@ -157,22 +158,10 @@ std::regex family_word_pattern() {
   return std::regex("(^|[^A-Za-z0-9])(" + alternatives + ")($|[^A-Za-z0-9])");
 }
 
-// Lines outside lib/models/ that still name a family, each to move behind the registry: the
-// default model and the model list in the option table's help (core/option_keys_*.cpp), and the
-// tools' examples. A line
-// not listed here fails; a listed line that no longer exists fails too (the list only shrinks).
-const std::set<std::string> kKnownLines{
-    "lib/core/option_keys_run.cpp:    {.name = \"model\", .type = T::text, .default_value = \"yolox-s\", .group = \"model/data\",",
-    "lib/core/option_keys_run.cpp:     .help = \"model name (yolo9-t/s/m/c, yolox-n/t/s/m/l/x, yolov5n/s/m/l/x or yolov5s.yaml, yolo7-b, rtmdet-t/s/m/l/x, rtdetr-r18/r34/r50/r50m/r101/l/x, \"",
-    "lib/core/option_keys_run.cpp:             \"dfine-n/s/m/l/x, deim-n/s/m/l/x, rtdetrv4-s/m/l/x), LibreYOLO weights name (LibreYOLO9t.pt) or a checkpoint path\",",
-    "lib/core/option_keys_run.cpp:     .help = \"nominal batch size: accumulate gradients over round(nbs/batch) batches (none = off; yolov5: 64, \"",
-    "lib/core/option_keys_recipe.cpp:     .help = \"YOLOv5: before training, measure the anchors' best possible recall on the training labels and, at 0.98 or less, evolve new ones (k-means, then a genetic search) and keep them if they fit better (yolov5's --noautoanchor is autoanchor=false)\", .support = S::honoured},",
-    "tools/libreyolo/main.cpp:    {\"train\", libreyolo::cli::run_train, \"train a detector: libreyolo train model=yolo9-t data=coco8 epochs=10\"},",
-    "tools/libreyolo/main.cpp:    {\"info\", libreyolo::cli::run_info, \"layers, parameters and GFLOPs: libreyolo info model=yolo9-s imgsz=640\"},",
-    "tools/libreyolo/main.cpp:    {\"cfg\", libreyolo::cli::run_cfg, \"print every key with its resolved value: libreyolo cfg model=yolo9-s\"},",
-    "tools/libreyolo/profile.cpp:  run_cmd->add_option(\"--weights,--model\", run.model, \"weights file or model name (default: a fresh yolo9-<size>)\");",
-    "tools/libreyolo/profile_run.cpp:  const std::string model = o.model.empty() ? \"yolo9-\" + o.size : o.model;",
-};
+// Lines outside lib/models/ that name a family and may: none. The default model, the model list,
+// the examples and `profile run`'s model come from the registry. A line listed here that no
+// longer exists fails too (the list only shrinks).
+const std::set<std::string> kKnownLines{};
 
 }  // namespace
 
@@ -293,4 +282,61 @@ TEST_CASE("The loop leaves CUDA graphs to the step runner and data-parallel agre
   CHECK_FALSE(std::regex_search(loop, reaches));
   CHECK(std::regex_search(std::string("if (t_.graphs.training) t_.dist->max(vote);"), reaches));  // the pattern finds what it forbids
   CHECK(loop.find("runner_.optimizer_step") != std::string::npos);
+}
+
+TEST_CASE("A family declares its own keys: tagged with its families, its default for its models, warned elsewhere", "[support]") {
+  const auto table = models::option_table();
+  const auto families_of = [&](std::string_view key) { return std::string(find_option(table, key)->families); };
+  CHECK(families_of("aux_weight") == "yolo9");
+  CHECK(families_of("box") == "yolo9 yolov5");
+  CHECK(families_of("obj") == "yolov5");
+  CHECK(families_of("lr_backbone") == "rtdetr");
+  CHECK(families_of("backbone_lr_mult") == "rtdetrv4 dfine deim");
+  CHECK(families_of("lr0").empty());  // a core key
+  CHECK(find_option(core_option_table(), "aux_weight") == nullptr);  // not in the core table
+  // Two families' helps, each named; one family's as written.
+  CHECK_THAT(std::string(find_option(table, "box")->help), Catch::Contains("yolo9: ") && Catch::Contains("; yolov5: "));
+  CHECK(std::string(find_option(table, "dfl")->help).find("yolo9:") == std::string::npos);
+  // A declared default applies to the family's models (YOLOv5's box gain 0.05, YOLOv9's 7.5).
+  CHECK(models::parse_arguments(command_train, std::vector<std::string>{"model=yolov5n"}).get_real("box") == 0.05);
+  CHECK(models::parse_arguments(command_train, std::vector<std::string>{"model=yolo9-t"}).get_real("box") == 7.5);
+  // The model key's default and help come from the registry.
+  CHECK(std::string(find_option(table, "model")->default_value) == std::string(models::default_model()));
+  CHECK_THAT(std::string(find_option(table, "model")->help), Catch::Contains("rtdetrv4-"));
+  const auto other = [](std::vector<std::string> arguments) {
+    std::vector<std::string> names;
+    for (const auto* spec : models::parse_arguments(command_train, arguments).keys_of_other_families()) names.emplace_back(spec->name);
+    return names;
+  };
+  CHECK(other({"model=yolox-n", "aux_weight=0.5", "lr0=0.02"}) == std::vector<std::string>{"aux_weight"});
+  CHECK(other({"model=yolo9-t", "aux_weight=0.5", "box=5"}).empty());
+  CHECK(other({"model=yolox-n", "aux_weight=0.25"}).empty());  // the default is no request
+  CHECK(other({"model=dfine-n", "backbone_lr_mult=0.3", "anchor_t=3"}) == std::vector<std::string>{"anchor_t"});
+  // --help names the families of a family's key.
+  const std::string help = models::command_help(command_train);
+  CHECK_THAT(help, Catch::Contains("families: yolo9, yolov5"));
+  CHECK_THAT(help, Catch::Contains("family defaults: yolov5: 0.05"));
+}
+
+TEST_CASE("The option table refuses families that declare one key two ways, or a core key", "[support]") {
+  const OptionSpec core[] = {{.name = "lr0", .type = ValueType::real, .default_value = "0.01", .group = "optimizer", .help = "rate"}};
+  const OptionSpec gain[] = {{.name = "gain", .type = ValueType::real, .default_value = "1", .group = "loss", .help = "a gain",
+                              .minimum = 0, .maximum = 10}};
+  const OptionSpec wider[] = {{.name = "gain", .type = ValueType::real, .default_value = "2", .group = "loss", .help = "its gain",
+                               .minimum = 0, .maximum = 100}};
+  const OptionSpec same[] = {{.name = "gain", .type = ValueType::real, .default_value = "2", .group = "loss", .help = "a gain",
+                              .minimum = 0, .maximum = 10}};
+  const FamilyKeys clash[] = {{"a", gain}, {"b", wider}};
+  CHECK_THROWS_AS(OptionTable(core, clash), std::logic_error);
+  const FamilyKeys shadow[] = {{"a", core}};
+  CHECK_THROWS_AS(OptionTable(core, shadow), std::logic_error);
+  const FamilyKeys agree[] = {{"a", gain}, {"b", same}};
+  const OptionTable table(core, agree);
+  REQUIRE(table.specs().size() == 2);
+  CHECK(table.specs()[1].families == "a b");
+  CHECK(table.specs()[1].default_value == "1");  // the first family's
+  CHECK(table.specs()[1].help == "a gain");      // both say the same
+  CHECK(applies_to(table.specs()[1], "b"));
+  CHECK(!applies_to(table.specs()[1], "c"));
+  CHECK(applies_to(table.specs()[0], "c"));  // a core key
 }

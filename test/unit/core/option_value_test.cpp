@@ -10,7 +10,7 @@ using namespace libreyolo::config;
 
 namespace {
 
-Value parse(std::string_view key, std::string_view text) { return parse_value(*find_option(key), text); }
+Value parse(std::string_view key, std::string_view text) { return parse_value(*find_option(libreyolo::models::option_table(), key), text); }
 
 std::string error_of(std::string_view key, std::string_view text) {
   try {
@@ -110,7 +110,7 @@ TEST_CASE("values print back in the syntax users type", "[value]") {
 }
 
 TEST_CASE("every table default parses as its own type", "[value]") {
-  for (const auto& spec : option_table()) {
+  for (const auto& spec : libreyolo::models::option_table()) {
     INFO(spec.name);
     CHECK_NOTHROW(parse_value(spec, spec.default_value));
     // printing and re-parsing a default gives the same value

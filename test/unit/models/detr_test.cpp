@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/config.h"
 #include "models/box_ops.h"
+#include "models/checkpoint.h"
 #include "models/detr_common/denoising.h"
 #include "models/detr_common/dfine_criterion.h"
 #include "models/detr_common/dfine_style_family.h"
@@ -169,7 +170,7 @@ TEST_CASE("RT-DETR family: packed outputs round-trip, targets normalise, the los
   for (std::size_t i = 0; i < packed.size(); ++i) CHECK(at::equal(again[i], packed[i]));
   CHECK_THROWS(unpack_outputs({packed.begin(), packed.end() - 1}));
 
-  const auto loss = family.make_loss({.classes = 4}, libreyolo::config::Config(libreyolo::config::command_train));
+  const auto loss = family.make_loss({.classes = 4}, libreyolo::models::parse_arguments(libreyolo::config::command_train, std::vector<std::string>{}));
   const libreyolo::models::LossTerms terms = (*loss)(packed, targets);
   CHECK(terms.parts.size() == family.loss_names().size());
   REQUIRE(std::isfinite(terms.total.item<double>()));
@@ -287,7 +288,7 @@ TEST_CASE("D-FINE family: packed outputs round-trip, the FDR loss trains, AMP is
   for (std::size_t i = 0; i < packed.size(); ++i) CHECK(at::equal(again[i], packed[i]));
   CHECK_THROWS(unpack_dfine_outputs({packed.begin(), packed.end() - 1}));
 
-  const auto loss = family.make_loss({.classes = 4}, libreyolo::config::Config(libreyolo::config::command_train));
+  const auto loss = family.make_loss({.classes = 4}, libreyolo::models::parse_arguments(libreyolo::config::command_train, std::vector<std::string>{}));
   const libreyolo::models::LossTerms terms = (*loss)(packed, targets);
   REQUIRE(terms.parts.size() == 5);
   REQUIRE(std::isfinite(terms.total.item<double>()));
@@ -493,7 +494,7 @@ void check_ranks_match_one_process(const std::string& family_name, const std::st
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     generator.set_current_seed(23);  // every rank's generator where one process's is
     const std::vector<at::Tensor> maps = model.forward_train(x, targets);
-    const models::LossTerms terms = (*family.make_loss(gains, libreyolo::config::Config(libreyolo::config::command_train)))(maps, targets);
+    const models::LossTerms terms = (*family.make_loss(gains, libreyolo::models::parse_arguments(libreyolo::config::command_train, std::vector<std::string>{})))(maps, targets);
     for (const auto& [name, value] : terms.parts) {
       INFO(family_name << " " << name);
       CHECK(value.item<double>() > 0);  // every term takes part (D-FINE's ddf included)

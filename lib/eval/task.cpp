@@ -1,0 +1,56 @@
+#include "eval/task.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <array>
+#include <limits>
+
+namespace libreyolo::eval {
+
+double Task::metric(const Validation& validation, std::string_view name) const {
+  for (const auto& [column, value] : metrics(validation)) {
+    if (column == name) return value;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::span<const Task* const> tasks() {
+  static const std::array<const Task*, 1> all{&detect_task()};
+  return all;
+}
+
+namespace {
+
+std::string task_list() {
+  std::string known;
+  for (const Task* task : tasks()) known += fmt::format("{}{}", known.empty() ? "" : ", ", task->name());
+  return known;
+}
+
+}  // namespace
+
+const Task& task_named(std::string_view name) {
+  for (const Task* task : tasks()) {
+    if (task->name() == name) return *task;
+  }
+  throw ModelError(fmt::format("task '{}' is not built (tasks: {})", name, task_list()));
+}
+
+const Task& task_of(const config::Config& config) {
+  const std::string& name = config.get_text("task");
+  for (const Task* task : tasks()) {
+    if (task->name() == name) return *task;
+  }
+  throw UsageError(fmt::format("task={} is not built; task= takes {}", name, task_list()));
+}
+
+void check_model_task(std::string_view model_task, const Task& task, std::string_view model) {
+  if (model_task == task.name()) return;
+  throw UsageError(fmt::format("model={} was trained for task '{}', and this run's task is '{}': give task={} or a {} model",
+                               model, model_task, task.name(), model_task, task.name()));
+}
+
+}  // namespace libreyolo::eval

@@ -1,0 +1,134 @@
+// What a task brings, behind one interface: its dataset reader and `libreyolo data check` counts,
+// the sample and batch types its loader moves, its validator and the metric columns it writes,
+// its best-model metric, and what `predict` writes. The trainer, the loader, checkpoints, resume,
+// data-parallel training, CUDA graphs and the profiler ask the task of the run (task_of(config):
+// the `task=` key, LibreYOLO's and Ultralytics' name) and name none of its types but the aliases
+// below. Detection (`task=detect`) is the only task so far; a new task adds an implementation
+// beside detect_task.cpp and its name to task_named().
+#pragma once
+
+#include "core/config.h"
+#include "data/dataset.h"
+#include "data/dataset_yaml.h"
+#include "data/loader.h"
+#include "data/sample_pipeline.h"
+#include "data/training_data.h"
+#include "eval/validator.h"
+#include "models/family.h"
+#include "models/targets.h"
+
+#include <ATen/Tensor.h>
+#include <nlohmann/json.hpp>
+#include <opencv2/core/mat.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace libreyolo::eval {
+
+// The types a task's data moves in. Detection's: an image with its boxes (a sample), images and
+// [N, 6] target rows (a batch), the rows padded per image for a loss (targets). A task with other
+// labels brings its own; the loader and the step runner move a Batch without reading its targets.
+struct TaskTypes {
+  using Dataset = data::DetectionDataset;
+  using Sample = data::Sample;
+  using Batch = data::Batch;
+  using Targets = models::TargetBatch;
+};
+
+// A validation's metrics, by results.csv column ("metrics/mAP50-95"), in the task's column order.
+using Metrics = std::vector<std::pair<std::string, double>>;
+
+// `libreyolo data check` of one split: what training would see, as JSON and as lines for a reader.
+struct SplitCheck {
+  nlohmann::json json;
+  std::string text;
+  std::size_t images = 0;  // readable images
+};
+
+// Where a network input's pixels lie in the original image: original = (input - offset) / gain.
+struct InputPlacement {
+  double gain_x = 1, gain_y = 1;
+  int left = 0, top = 0;
+};
+
+// What `predict` needs besides the model's maps.
+struct PredictOptions {
+  std::filesystem::path run_dir;
+  std::vector<std::string> names;  // class names
+  const models::Family* family = nullptr;
+  double confidence = 0.25;
+  double iou = 0.45;
+  int max_detections = 300;
+  bool save_txt = false;
+};
+
+// `predict`'s outputs, one image at a time: detection draws the boxes on a copy of the image
+// (<run>/<stem>.jpg) and with save_txt writes YOLO rows (<run>/labels/<stem>.txt).
+class PredictWriter {
+ public:
+  virtual ~PredictWriter() = default;
+  // The outputs of `image` (decoded, BGR) from the maps the model gave for `input` (the network
+  // input, placed in the image as `placement` says); returns how many it found.
+  virtual std::int64_t add(const std::filesystem::path& path, const cv::Mat& image, const std::vector<at::Tensor>& maps,
+                           const at::Tensor& input, const InputPlacement& placement) = 0;
+  virtual nlohmann::json outputs() const = 0;  // every output so far, for json=true
+  virtual std::string_view unit() const = 0;   // what add() counts ("detections"), for the log
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual std::string_view name() const = 0;  // the task= value; checkpoints record it
+
+  // Data. The training split, read with the family's sample pipeline (data::load_training_data's
+  // form), and another split for validation at the training split's size and resize rule.
+  virtual data::TrainingData load_training_data(const config::Config& config,
+                                                std::shared_ptr<const data::SamplePipeline> steps) const = 0;
+  virtual std::unique_ptr<TaskTypes::Dataset> load_split(const data::DatasetSpec& spec, const std::string& split, int workers,
+                                                         int image_size, data::CacheMode cache,
+                                                         data::ResizeRule resize) const = 0;
+  virtual SplitCheck check_split(const data::DatasetSpec& spec, const std::string& split, int workers) const = 0;
+
+  // Validation and metrics: results.csv's metrics/* columns in order, the best_metric the task
+  // selects best.pt by unless told, a validation's metrics, its one-line summary for the log
+  // ("mAP50: 0.7164, mAP50-95: 0.5453") and its table.
+  virtual std::unique_ptr<Validator> make_validator(const TaskTypes::Dataset& dataset, ValidatorOptions options) const = 0;
+  virtual std::span<const std::string_view> metric_names() const = 0;
+  virtual std::string_view default_best_metric() const = 0;
+  virtual Metrics metrics(const Validation& validation) const = 0;
+  virtual std::string summary(const Validation& validation) const = 0;
+  virtual std::string table(const Validation& validation, const std::vector<std::string>& names) const = 0;
+  // The value of one metric column (metric_names()); NaN for a name the task does not write.
+  double metric(const Validation& validation, std::string_view name) const;
+  // save_plots: the validation's plots under `dir` (detection: PR/F1 curves, the confusion matrix
+  // and `samples` images with their labels and predictions); returns how many files it wrote.
+  virtual int write_plots(const std::filesystem::path& dir, const Validation& validation, const std::vector<std::string>& names,
+                          const TaskTypes::Dataset& dataset, int samples) const = 0;
+
+  // `val save_json`: a validation's predictions in the form the task's tools read (detection:
+  // COCO's results list, its image and category ids), with how many there are.
+  virtual std::pair<nlohmann::json, std::size_t> predictions_json(const Validation& validation, const TaskTypes::Dataset& dataset,
+                                                                  const data::DatasetSpec& spec) const = 0;
+
+  // Prediction.
+  virtual std::unique_ptr<PredictWriter> make_predict_writer(PredictOptions options) const = 0;
+};
+
+// The task `task=` names (UsageError for one that is not built), and a checkpoint's (ModelError).
+const Task& task_of(const config::Config& config);
+const Task& task_named(std::string_view name);
+// Every task, in the order `task=` lists them (task.cpp), and each one's (its own file).
+std::span<const Task* const> tasks();
+const Task& detect_task();
+// UsageError where the model (a checkpoint: models::LoadedModel::task) was trained for another
+// task than the run's.
+void check_model_task(std::string_view model_task, const Task& task, std::string_view model);
+
+}  // namespace libreyolo::eval
