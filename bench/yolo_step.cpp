@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   model.module->train();
   const bool channels_last = args["channels_last"] == "auto" ? family.channels_last_on_cpu() : args["channels_last"] == "1";
   if (channels_last) to_channels_last(*model.module);
-  libreyolo::config::Config gains(libreyolo::config::command_train);  // YOLOv5's hyp.scratch-low gains (YOLOv9 reads box, cls)
+  libreyolo::config::Config gains(libreyolo::config::command_train, libreyolo::models::option_table());  // YOLOv5's hyp.scratch-low gains (YOLOv9 reads box, cls)
   for (const auto& [key, value] : {std::pair{"box", "0.05"}, {"cls", "0.5"}, {"obj", "1.0"}}) {
     gains.set(key, value, libreyolo::config::Source::command_line);
   }

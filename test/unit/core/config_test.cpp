@@ -1,5 +1,6 @@
 #include "core/config.h"
 #include "models/checkpoint.h"
+#include "models/family.h"
 #include "core/error.h"
 
 #include <fmt/format.h>

@@ -1,4 +1,5 @@
 #include "core/option_table.h"
+#include "models/family.h"
 
 #include <cstdlib>
 #include <filesystem>

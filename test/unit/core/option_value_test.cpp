@@ -1,6 +1,7 @@
 #include "core/error.h"
 #include "core/option_table.h"
 #include "core/option_value.h"
+#include "models/family.h"
 
 #include <string>
 #include "catch.h"  // last: see catch.h
