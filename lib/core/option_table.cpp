@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace libreyolo::config {
@@ -44,8 +45,8 @@ std::string_view OptionTable::keep(std::string text) { return text_.emplace_back
 
 OptionTable::OptionTable(std::span<const OptionSpec> core, std::span<const FamilyKeys> families) : specs_(core.begin(), core.end()) {
   struct Owners {
-    std::string names;                       // "yolo9 yolo5"
-    std::vector<std::string_view> helps;     // "yolo9: ...", one per family
+    std::string names;  // "yolo9 yolov5"
+    std::vector<std::pair<std::string_view, std::string_view>> helps;  // (family, its help), one per family
   };
   std::vector<Owners> owners(specs_.size());
   for (const auto& family : families) {
@@ -77,7 +78,7 @@ OptionTable::OptionTable(std::span<const OptionSpec> core, std::span<const Famil
       }
       Owners& owner = owners[at];
       owner.names += fmt::format("{}{}", owner.names.empty() ? "" : " ", family.family);
-      owner.helps.push_back(keep(fmt::format("{}: {}", family.family, key.help)));
+      owner.helps.emplace_back(family.family, key.help);
     }
   }
   for (std::size_t i = 0; i < specs_.size(); ++i) {
@@ -85,9 +86,9 @@ OptionTable::OptionTable(std::span<const OptionSpec> core, std::span<const Famil
     specs_[i].families = keep(owners[i].names);
     // One help, or several families saying the same: as written; else each family's, named.
     const auto& helps = owners[i].helps;
-    if (std::all_of(helps.begin(), helps.end(), [&](std::string_view h) { return h.substr(h.find(": ")) == helps[0].substr(helps[0].find(": ")); })) continue;
+    if (std::all_of(helps.begin(), helps.end(), [&](const auto& h) { return h.second == helps.front().second; })) continue;
     std::string help;
-    for (const auto text : helps) help += fmt::format("{}{}", help.empty() ? "" : "; ", text);
+    for (const auto& [family, text] : helps) help += fmt::format("{}{}: {}", help.empty() ? "" : "; ", family, text);
     specs_[i].help = keep(std::move(help));
   }
 }

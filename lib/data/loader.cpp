@@ -60,7 +60,8 @@ Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>
 }
 
 Loader::Loader(SampleFunction make_sample, std::size_t dataset_size, LoaderOptions options)
-    : make_sample_(std::move(make_sample)), dataset_size_(dataset_size), options_(options) {
+    : make_sample_(std::move(make_sample)), dataset_size_(dataset_size), options_(options),
+      collate_(options_.collate ? options_.collate : CollateFunction(collate)) {
   options_.batch_size = std::max(1, options_.batch_size);
   options_.world_size = std::max(1, options_.world_size);
   options_.prefetch_batches = std::max(1, options_.prefetch_batches);
@@ -170,7 +171,7 @@ Batch Loader::build_batch(std::size_t batch_index, int epoch) {
   if (!samples.empty()) {
     images = reusable_images({static_cast<std::int64_t>(samples.size()), 3, samples[0].image.rows, samples[0].image.cols});
   }
-  return collate(samples, indices, options_.pin_memory, images);
+  return collate_(samples, indices, options_.pin_memory, images);
 }
 
 // Work is handed out one sample at a time (not one batch), so no worker idles while another
@@ -220,8 +221,8 @@ void Loader::worker_loop() {
         std::optional<Batch> collated;
         try {
           const cv::Mat& first = done.samples[0].image;
-          collated = collate(done.samples, indices, options_.pin_memory,
-                             reusable_images({static_cast<std::int64_t>(done.samples.size()), 3, first.rows, first.cols}));
+          collated = collate_(done.samples, indices, options_.pin_memory,
+                              reusable_images({static_cast<std::int64_t>(done.samples.size()), 3, first.rows, first.cols}));
         } catch (...) {
           error = std::current_exception();
         }

@@ -21,9 +21,11 @@
 
 namespace libreyolo::data {
 
+// What the loader hands the trainer: the images, the task's targets (which the loader and the
+// step runner move without reading) and where the images came from.
 struct Batch {
   at::Tensor images;   // uint8 [B, 3, H, W], RGB; pinned host memory when requested
-  at::Tensor targets;  // float32 [N, 6]: image index in batch, class, cx, cy, w, h (normalised)
+  at::Tensor targets;  // the task's: detection's float32 [N, 6]: image index in batch, class, cx, cy, w, h (normalised)
   std::vector<std::size_t> indices;  // dataset indices of the images
 };
 
@@ -39,6 +41,9 @@ bool pinned_memory_available();
 // `images` may be a preallocated uint8 [B, 3, H, W] tensor to fill; otherwise one is allocated.
 Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices, bool pin_memory,
               at::Tensor images = {});
+// How a batch's samples become a Batch: the task's (eval::Task::collate; detection's is collate above).
+using CollateFunction = std::function<Batch(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices,
+                                            bool pin_memory, at::Tensor images)>;
 
 struct LoaderOptions {
   int batch_size = 16;
@@ -55,6 +60,8 @@ struct LoaderOptions {
   // (class_balanced). 0 and empty: a plain shuffled pass.
   std::size_t samples_per_epoch = 0;
   std::vector<double> weights{};
+  // The task's collate (eval::Task::collate); empty: detection's, data::collate.
+  CollateFunction collate{};
 };
 
 class Loader {
@@ -90,6 +97,7 @@ class Loader {
   SampleFunction make_sample_;
   std::size_t dataset_size_;
   LoaderOptions options_;
+  CollateFunction collate_;  // options_.collate, or data::collate
 
   std::mutex mutex_;
   std::condition_variable work_ready_;

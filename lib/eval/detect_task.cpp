@@ -142,6 +142,8 @@ class DetectTask final : public Task {
     return check;
   }
 
+  data::CollateFunction collate() const override { return data::collate; }
+
   std::unique_ptr<Validator> make_validator(const TaskTypes::Dataset& dataset, ValidatorOptions options) const override {
     return std::make_unique<Validator>(dataset, std::move(options));
   }

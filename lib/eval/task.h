@@ -95,6 +95,8 @@ class Task {
                                                          int image_size, data::CacheMode cache,
                                                          data::ResizeRule resize) const = 0;
   virtual SplitCheck check_split(const data::DatasetSpec& spec, const std::string& split, int workers) const = 0;
+  // How the loader turns a batch's samples into a Batch (images and the task's targets).
+  virtual data::CollateFunction collate() const = 0;
 
   // Validation and metrics: results.csv's metrics/* columns in order, the best_metric the task
   // selects best.pt by unless told, a validation's metrics, its one-line summary for the log

@@ -40,7 +40,8 @@ void set_up_data(const config::Config& config, const eval::Task& task, const Pla
   // Each rank takes every world-th sample of the epoch's order: its batch i and the other ranks'
   // batch i together are exactly the single-process global batch i, whatever the world size.
   data::LoaderOptions options{.batch_size = place.batch_size, .workers = place.workers, .shuffle = true, .seed = place.seed,
-                              .rank = place.rank(), .world_size = place.world_size(), .pin_memory = place.device.is_cuda()};
+                              .rank = place.rank(), .world_size = place.world_size(), .pin_memory = place.device.is_cuda(),
+                              .collate = task.collate()};
   set_up_sampling(config, *inputs.data.dataset, inputs.class_count, options);
   auto* pipeline = inputs.data.pipeline.get();
   inputs.loader = std::make_unique<data::Loader>(

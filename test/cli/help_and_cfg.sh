@@ -32,6 +32,16 @@ expect_in "$WORK/out" "'lrf' is Ultralytics' name"
 expect_exit 0 cfg val
 expect_in "$WORK/out" "runs/val"
 
+# a family's own keys: --help and cfg name the families that read them
+expect_exit 0 train --help
+expect_in "$WORK/out" "families: yolo9, yolov5 (the others ignore it, with a warning)"
+expect_in "$WORK/out" "family defaults: yolov5: 0.05"
+expect_exit 0 cfg model=yolox-n aux_weight=0.5
+expect_in "$WORK/out" "aux_weight               0.5                  cli  [yolo9; not read by yolox]"
+expect_in "$WORK/out" "lr0 "
+expect_exit 0 cfg model=yolov5n
+expect_in "$WORK/out" "box                      0.05                 family  [yolo9 yolov5]"
+
 # dry_run prints the resolved YAML on stdout and writes nothing
 expect_exit 0 train model=yolo9-t data=coco8 dry_run=true project=dry
 expect_in "$WORK/out" "scheduler: \"linear\""

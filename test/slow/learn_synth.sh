@@ -1,6 +1,6 @@
 # It learns: the README's main job, YOLOv9-t from scratch on the synthetic shapes dataset (160 px,
 # 240 train / 60 val images), reaches best mAP50 >= 0.65 on the val split: five seeds on a 2-core
-# AMD EPYC ended at 0.70-0.73 (docs/benchmarks.md#the-main-job), less 0.05. Its time is printed,
+# AMD EPYC ended at 0.70-0.73 with AVX2, 0.71-0.75 with the portable kernels (docs/benchmarks.md#the-main-job), less 0.05. Its time is printed,
 # not asserted (bench/train_accuracy.py measures it).
 . "$(dirname "$0")/../cli/lib.sh"
 "$LIBREYOLO" data synth out=ds synth_size=160 quiet=true >/dev/null 2>&1 || { echo "synth failed"; exit 1; }

@@ -32,7 +32,8 @@ int run_cfg(const Arguments& arguments) {
   for (const auto& argument : rest) {
     if (argument == "--help" || argument == "-h") {
       fmt::print("usage: libreyolo cfg [train|val|predict] [key=value ...]\n"
-                 "Prints every key of the command with its resolved value and its source.\n");
+                 "Prints every key of the command with its resolved value and its source; a family's own key\n"
+                 "also names the families that read it.\n");
       return 0;
     }
   }
@@ -50,8 +51,14 @@ int run_cfg(const Arguments& arguments) {
   for (const auto& note : resolved.notes()) fmt::print("# {}\n", note);
   for (const auto& spec : resolved.table()) {
     if (!(spec.commands & command)) continue;
-    fmt::print("{:<24} {:<20} {}\n", spec.name, config::format_value(resolved.value(spec.name)),
-               config::source_name(resolved.source(spec.name)));
+    // a family's own key: the families it applies to, and whether this model's reads it
+    std::string owners;
+    if (!spec.families.empty()) {
+      owners = fmt::format("  [{}{}]", spec.families,
+                           config::applies_to(spec, resolved.family()) ? "" : fmt::format("; not read by {}", resolved.family()));
+    }
+    fmt::print("{:<24} {:<20} {}{}\n", spec.name, config::format_value(resolved.value(spec.name)),
+               config::source_name(resolved.source(spec.name)), owners);
   }
   return 0;
 }
