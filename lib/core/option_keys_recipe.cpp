@@ -96,9 +96,6 @@ constexpr auto kKeys = std::to_array<OptionSpec>({
      .help = "keep an exponential moving average of the weights (validated and saved)", .support = S::honoured},
     {.name = "ema_decay", .type = T::real, .default_value = "0.9998", .group = "ema",
      .help = "EMA decay d in d*(1-exp(-updates/tau))", .minimum = 0, .maximum = 1, .support = S::honoured},
-    {.name = "ema_restart_decay", .type = T::real, .default_value = "0.0", .group = "ema",
-     .help = "where the no_aug_epochs begin, the EMA turns to this constant decay, without the ramp (LibreYOLO's D-FINE and DEIM "
-             "'EMA restart'; 0: never)", .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "ema_tau", .type = T::real, .default_value = "2000", .group = "ema",
      .help = "EMA ramp tau in updates (<= 0: constant decay)", .minimum = -unbounded, .maximum = unbounded, .support = S::honoured},
 

@@ -233,7 +233,10 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   state.loss_names = t->net.family->loss_names();
   t->inputs.augmentation_stop_epoch = strong_augmentation_stop(state.epochs, static_cast<int>(config.get_int("no_aug_epochs")),
                                                                 config.get_real("aug_stop_epoch_ratio"));
-  if (config.get_real("ema_restart_decay") > 0 && config.get_int("no_aug_epochs") > 0) {
+  // The EMA restart: a key of the families whose reference trainer has it (Family::options()).
+  const config::OptionSpec* restart = config::find_option(config.table(), "ema_restart_decay");
+  if (restart && config::applies_to(*restart, config.family()) && config.get_real("ema_restart_decay") > 0 &&
+      config.get_int("no_aug_epochs") > 0) {
     t->inputs.ema_restart_epoch = state.epochs - static_cast<int>(config.get_int("no_aug_epochs"));
     t->inputs.ema_restart_decay = config.get_real("ema_restart_decay");
   }

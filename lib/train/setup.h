@@ -61,7 +61,7 @@ struct Inputs {
   std::optional<models::Family::BatchScales> batch_scales;
   int augmentation_stop_epoch = 0;  // the first epoch without the strong augmentations and listed scales
   // The epoch where the no-augmentation epochs begin and the EMA turns to a constant decay
-  // (ema_restart_decay; -1: never), as LibreYOLO's D-FINE and DEIM trainers do.
+  // (the families' ema_restart_decay key; -1: never), as LibreYOLO's D-FINE and DEIM trainers do.
   int ema_restart_epoch = -1;
   double ema_restart_decay = 0;
 };

@@ -12,6 +12,9 @@ constexpr auto kDfineKeys = std::to_array<config::OptionSpec>({
     {.name = "backbone_lr_mult", .type = config::ValueType::real, .default_value = "1.0", .group = "optimizer",
      .help = "learning-rate multiple of the backbone's groups (LibreYOLO's D-FINE fine-tune recipe: 0.5)", .minimum = 0,
      .maximum = 10, .support = config::Support::honoured},
+    {.name = "ema_restart_decay", .type = config::ValueType::real, .default_value = "0.0", .group = "ema",
+     .help = "where the no_aug_epochs begin, the EMA turns to this constant decay, without the ramp (LibreYOLO's D-FINE "
+             "and DEIM trainers' 'EMA restart'; 0: never)", .minimum = 0, .maximum = 1, .support = config::Support::honoured},
 });
 
 }  // namespace

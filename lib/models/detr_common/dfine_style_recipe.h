@@ -22,7 +22,8 @@ std::vector<config::OptionDefault> deim_option_defaults(const std::string& size)
 // {backbone, head} x {decay, none}: norms ("norm", ".bn."), biases and "lab.scale" without decay,
 // the backbone's groups at `backbone_multiplier`.
 ParameterRules dfine_parameter_rules(double backbone_multiplier);
-// The D-FINE-style families' own key: their backbone groups' learning-rate multiple.
+// The D-FINE-style families' own keys: their backbone groups' learning-rate multiple and the EMA
+// restart of their reference trainer.
 std::span<const config::OptionSpec> dfine_option_keys();
 
 }  // namespace libreyolo::models::detr

@@ -292,6 +292,7 @@ TEST_CASE("A family declares its own keys: tagged with its families, its default
   CHECK(families_of("obj") == "yolov5");
   CHECK(families_of("lr_backbone") == "rtdetr");
   CHECK(families_of("backbone_lr_mult") == "rtdetrv4 dfine deim");
+  CHECK(families_of("ema_restart_decay") == "rtdetrv4 dfine deim");
   CHECK(families_of("lr0").empty());  // a core key
   CHECK(find_option(core_option_table(), "aux_weight") == nullptr);  // not in the core table
   // Two families' helps, each named; one family's as written.
@@ -312,6 +313,8 @@ TEST_CASE("A family declares its own keys: tagged with its families, its default
   CHECK(other({"model=yolo9-t", "aux_weight=0.5", "box=5"}).empty());
   CHECK(other({"model=yolox-n", "aux_weight=0.25"}).empty());  // the default is no request
   CHECK(other({"model=dfine-n", "backbone_lr_mult=0.3", "anchor_t=3"}) == std::vector<std::string>{"anchor_t"});
+  CHECK(other({"model=yolo9-t", "ema_restart_decay=0.99"}) == std::vector<std::string>{"ema_restart_decay"});
+  CHECK(other({"model=deim-n", "ema_restart_decay=0.99"}).empty());
   // --help names the families of a family's key.
   const std::string help = models::command_help(command_train);
   CHECK_THAT(help, Catch::Contains("families: yolo9, yolov5"));
