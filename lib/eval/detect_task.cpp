@@ -143,6 +143,10 @@ class DetectTask final : public Task {
   }
 
   data::CollateFunction collate() const override { return data::collate; }
+  TaskTypes::Targets loss_targets(const at::Tensor& rows, const at::Tensor& input, std::int64_t slots,
+                                  const c10::Device& device) const override {
+    return models::pad_targets(rows, input.size(0), input.size(3), input.size(2), slots).to(device);
+  }
 
   std::unique_ptr<Validator> make_validator(const TaskTypes::Dataset& dataset, ValidatorOptions options) const override {
     return std::make_unique<Validator>(dataset, std::move(options));

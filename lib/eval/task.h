@@ -18,6 +18,7 @@
 #include "models/targets.h"
 
 #include <ATen/Tensor.h>
+#include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/core/mat.hpp>
 
@@ -97,6 +98,11 @@ class Task {
   virtual SplitCheck check_split(const data::DatasetSpec& spec, const std::string& split, int workers) const = 0;
   // How the loader turns a batch's samples into a Batch (images and the task's targets).
   virtual data::CollateFunction collate() const = 0;
+  // A batch's targets as the loss takes them, on `device`. `input`: the network input [B, 3, H, W]
+  // the batch became (detection: boxes in its pixels); `slots`: the fixed label slots per image a
+  // captured loss was built for (max_labels under cuda_graph_scope=loss and up; 0: as many as needed).
+  virtual TaskTypes::Targets loss_targets(const at::Tensor& rows, const at::Tensor& input, std::int64_t slots,
+                                          const c10::Device& device) const = 0;
 
   // Validation and metrics: results.csv's metrics/* columns in order, the best_metric the task
   // selects best.pt by unless told, a validation's metrics, its one-line summary for the log

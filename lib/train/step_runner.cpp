@@ -144,10 +144,6 @@ models::LossTerms EagerStepRunner::run(const at::Tensor& input, const models::Ta
   return eager(input, targets, loss_divisor);
 }
 
-models::TargetBatch EagerStepRunner::device_targets(const at::Tensor& rows, const at::Tensor& input) const {
-  return models::pad_targets(rows, input.size(0), input.size(3), input.size(2), graphs_.label_slots).to(device_);
-}
-
 void EagerStepRunner::begin_window() {
   const bool graphed_gradients = graphs_.training && (graphs_.training->graphs_optimizer() || graphs_.training->graphs_loss());
   optim_.optimizer->zero_grad(/*set_to_none=*/!graphed_gradients);

@@ -31,10 +31,6 @@ class EagerStepRunner final : public StepRunner {
   ~EagerStepRunner() override;
   models::LossTerms run(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor) override;
 
-  // A batch's targets on the device, padded to the slots a captured loss was built for
-  // (max_labels per image under cuda_graph_scope=loss and up; as many as needed otherwise).
-  // `input`: the network input [B, 3, H, W] (boxes are in its pixels).
-  models::TargetBatch device_targets(const at::Tensor& rows, const at::Tensor& input) const;
   // At an accumulation window's start: the gradients zeroed; freed unless a graph reads them
   // where it was captured (a graphed optimizer step or loss), then zeroed in place.
   void begin_window();
