@@ -31,6 +31,9 @@ class EagerStepRunner final : public StepRunner {
   ~EagerStepRunner() override;
   models::LossTerms run(const at::Tensor& input, const models::TargetBatch& targets, double loss_divisor) override;
 
+  // The label slots per image a captured loss was built for (max_labels under cuda_graph_scope=loss
+  // and up), which the batch's loss targets are padded to (eval::Task::loss_targets); 0: none.
+  std::int64_t label_slots() const { return graphs_.label_slots; }
   // At an accumulation window's start: the gradients zeroed; freed unless a graph reads them
   // where it was captured (a graphed optimizer step or loss), then zeroed in place.
   void begin_window();

@@ -154,7 +154,7 @@ void Trainer::micro_step(const data::Batch& batch, EpochClock& clock) {
   {
     const auto phase = hooks_.phase(Phase::to_device);
     x = network_input(t_, batch.images, state_);
-    targets = t_.task->loss_targets(batch.targets, x, t_.graphs.label_slots, t_.place.device);
+    targets = t_.task->loss_targets(batch.targets, x, runner_.label_slots(), t_.place.device);
     // the images were copied non_blocking: their pinned buffer is recycled once the copy is done
     if (t_.place.device.is_cuda()) t_.inputs.loader->release_after(batch.images, cuda::completion_marker(t_.place.device.index()));
   }
