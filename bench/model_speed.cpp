@@ -5,7 +5,7 @@
 // interleaved; dtype bfloat16 runs under CPU autocast, as amp=true amp_dtype=bfloat16 trains.
 //   bench/model_speed [imgsz=640] [batch=8] [iterations=3] [repeat=3] [dtype=float32|bfloat16] [model=all|yolo9-t|yolox-s]
 #include "median.h"
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "nn/bn_silu.h"
 #include "train/amp.h"
 
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   for (const std::string name : {"yolo9-t", "yolox-s"}) {
     if (only != "all" && only != name) continue;
     for (const bool channels_last : {false, true}) {
-      DetectionModel model = build_model(parse_model_name(name), 80);
+      Model model = build_model(parse_model_name(name), 80);
       const double forward_gflops = summarize(model, size, size).gflops;
       model.module->train();
       at::Tensor images = at::rand({batch, 3, size, size});

@@ -5,7 +5,7 @@
 // it shows the launches it saves. Median of `repeat` timings of `iterations` steps each.
 //   bench/optimizer_step [model=yolo9-t] [device=cpu] [iterations=20] [repeat=5]
 #include "median.h"
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "train/optimizer.h"
 
 #include <ATen/ATen.h>

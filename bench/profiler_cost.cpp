@@ -5,7 +5,7 @@
 // alternating, median of `repeat` rounds; plus the cost per operator on tiny additions.
 //   bench/profiler_cost [imgsz=160] [batch=8] [repeat=9] [model=yolo9-t]
 #include "median.h"
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "profile/cpu_op_collector.h"
 #include "profile/step_profiler.h"
 

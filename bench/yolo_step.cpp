@@ -11,7 +11,7 @@
 #include "median.h"
 #include "core/config.h"
 #include "models/family.h"
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "models/targets.h"
 #include "train/optimizer.h"
 
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   at::manual_seed(0);
   const ModelName name = parse_model_name(args["model"]);
   const Family& family = libreyolo::models::family(name.family);
-  DetectionModel model = build_model(name, classes);
+  Model model = build_model(name, classes);
   model.module->train();
   const bool channels_last = args["channels_last"] == "auto" ? family.channels_last_on_cpu() : args["channels_last"] == "1";
   if (channels_last) to_channels_last(*model.module);

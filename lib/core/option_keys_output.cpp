@@ -31,11 +31,10 @@ constexpr auto kKeys = std::to_array<OptionSpec>({
     {.name = "val_loss", .type = T::boolean, .default_value = "false", .group = "validation",
      .help = "also compute the training loss on the validation batches (val/loss, val/<part> in results.csv)",
      .support = S::honoured},
-    {.name = "best_metric", .type = T::choice, .default_value = "metrics/mAP50-95", .group = "validation",
-     .help = "metric that selects best.pt and drives patience", .commands = train,
-     .choices = "metrics/mAP50-95 metrics/mAP50 metrics/mAP75 metrics/precision metrics/recall",
-     .synonyms = "map50-95=metrics/mAP50-95 map50=metrics/mAP50 map75=metrics/mAP75 precision=metrics/precision "
-                 "recall=metrics/recall", .support = S::honoured},
+    {.name = "best_metric", .type = T::text, .default_value = "", .group = "validation",
+     .help = "metric that selects best.pt and drives patience: a metrics/ column of the task's results.csv, or its name "
+             "without metrics/ (map50); empty: the task's (detect: metrics/mAP50-95)", .commands = train,
+     .support = S::honoured},
     {.name = "patience", .type = T::integer, .default_value = "50", .group = "validation",
      .help = "stop after N epochs without a better best_metric (0 = never)", .minimum = 0, .maximum = 1e6, .support = S::honoured},
     {.name = "conf", .type = T::real, .default_value = "none", .group = "validation",

@@ -7,6 +7,7 @@
 #include "core/printable.h"
 #include "data/image_io.h"
 #include "data/label_scan.h"
+#include "data/loader.h"
 #include "eval/plots.h"
 
 #include <ATen/ATen.h>
@@ -142,7 +143,12 @@ class DetectTask final : public Task {
     return check;
   }
 
-  data::CollateFunction collate() const override { return data::collate; }
+  std::unique_ptr<data::BatchSource> make_loader(const data::TrainingData& data, data::LoaderOptions options) const override {
+    const data::TrainPipeline* pipeline = data.pipeline.get();
+    return std::make_unique<data::Loader>(
+        [pipeline](std::size_t index, int epoch, std::span<const std::size_t> batch) { return pipeline->sample(index, epoch, batch); },
+        data.dataset->size(), std::move(options));
+  }
   TaskTypes::Targets loss_targets(const at::Tensor& rows, const at::Tensor& input, std::int64_t slots,
                                   const c10::Device& device) const override {
     return models::pad_targets(rows, input.size(0), input.size(3), input.size(2), slots).to(device);

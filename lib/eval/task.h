@@ -10,7 +10,7 @@
 #include "core/config.h"
 #include "data/dataset.h"
 #include "data/dataset_yaml.h"
-#include "data/loader.h"
+#include "data/batch_source.h"
 #include "data/sample_pipeline.h"
 #include "data/training_data.h"
 #include "eval/validator.h"
@@ -33,9 +33,11 @@
 
 namespace libreyolo::eval {
 
-// The types a task's data moves in. Detection's: an image with its boxes (a sample), images and
-// [N, 6] target rows (a batch), the rows padded per image for a loss (targets). A task with other
-// labels brings its own; the loader and the step runner move a Batch without reading its targets.
+// The types a task's data moves in, named here once for the layers above. Detection's: its
+// dataset, an image with its boxes (a sample, which its loader, data::SampleLoader<Sample>,
+// collates), images and [N, 6] target rows (a batch), the rows padded per image for a loss
+// (targets). The loader template, the trainer and the step runner move a Batch without reading
+// its targets; a task with other labels brings its own sample type and collate (make_loader).
 struct TaskTypes {
   using Dataset = data::DetectionDataset;
   using Sample = data::Sample;
@@ -96,8 +98,9 @@ class Task {
                                                          int image_size, data::CacheMode cache,
                                                          data::ResizeRule resize) const = 0;
   virtual SplitCheck check_split(const data::DatasetSpec& spec, const std::string& split, int workers) const = 0;
-  // How the loader turns a batch's samples into a Batch (images and the task's targets).
-  virtual data::CollateFunction collate() const = 0;
+  // The training batches: the task's loader over `data` (its samples, from the family's pipeline,
+  // and its collate: data::SampleLoader over the task's sample type).
+  virtual std::unique_ptr<data::BatchSource> make_loader(const data::TrainingData& data, data::LoaderOptions options) const = 0;
   // A batch's targets as the loss takes them, on `device`. `input`: the network input [B, 3, H, W]
   // the batch became (detection: boxes in its pixels); `slots`: the fixed label slots per image a
   // captured loss was built for (max_labels under cuda_graph_scope=loss and up; 0: as many as needed).
@@ -113,6 +116,9 @@ class Task {
   virtual Metrics metrics(const Validation& validation) const = 0;
   virtual std::string summary(const Validation& validation) const = 0;
   virtual std::string table(const Validation& validation, const std::vector<std::string>& names) const = 0;
+  // The column best_metric= names: empty for the task's default, a column or its name without
+  // "metrics/" in any case (map50 -> metrics/mAP50); UsageError naming the columns otherwise.
+  std::string best_metric_column(std::string_view asked) const;
   // The value of one metric column (metric_names()); NaN for a name the task does not write.
   double metric(const Validation& validation, std::string_view name) const;
   // save_plots: the validation's plots under `dir` (detection: PR/F1 curves, the confusion matrix

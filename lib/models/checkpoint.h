@@ -5,7 +5,7 @@
 #pragma once
 
 #include "core/config.h"
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "models/safetensors.h"
 
 #include <ATen/core/ivalue.h>
@@ -82,7 +82,7 @@ config::Config parse_arguments(config::Command command, std::span<const std::str
 
 // A built model plus where its weights came from.
 struct LoadedModel {
-  DetectionModel model;
+  Model model;
   ModelName name;                 // family and size
   int class_count = 80;
   std::vector<std::string> names; // from the checkpoint, else empty

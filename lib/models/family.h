@@ -11,7 +11,7 @@
 #include "data/sample_pipeline.h"
 #include "models/decode.h"
 #include "models/loss_terms.h"
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "models/targets.h"
 
 #include <ATen/Tensor.h>
@@ -40,7 +40,7 @@ struct LossContext {
   std::int64_t classes = 80;             // the dataset's (a set loss scores every class)
   GlobalNormaliser global_normaliser{};  // data-parallel training: the global batch's normaliser
   GlobalShare global_share{};            // data-parallel training: a count's global sum / world size
-  // The model's training-only branch is attached (DetectionModel::enable_branch): the loss takes
+  // The model's training-only branch is attached (Model::enable_branch): the loss takes
   // the main head's maps and the branch's after them.
   bool training_branch = false;
 };
@@ -87,7 +87,7 @@ class Family {
 
   // `class_hidden`: YOLOv9's class-tower width (0 = the head formula's); others ignore it.
   // `fine_tune`: the form the family trains from weights in (fine_tune_form), else from scratch.
-  virtual DetectionModel build(const std::string& size, int class_count, int class_hidden, bool fine_tune) const = 0;
+  virtual Model build(const std::string& size, int class_count, int class_hidden, bool fine_tune) const = 0;
   // What building with fine_tune changes, for the log ("the backbone's stem frozen"); empty where
   // a family trains weights and scratch alike (the YOLO heads).
   virtual std::string fine_tune_form(const std::string& size) const { (void)size; return {}; }
@@ -106,7 +106,7 @@ class Family {
   // for inference; and that branch, named for the log.
   virtual bool is_training_only_tensor(std::string_view name) const { (void)name; return false; }
   virtual std::string_view training_only_branch() const { return {}; }
-  // Whether the model's training-only branch (DetectionModel::enable_branch) trains with these
+  // Whether the model's training-only branch (Model::enable_branch) trains with these
   // options (YOLOv9's PGI: aux_weight > 0); false where the family has none.
   virtual bool trains_branch(const config::Config& config) const { (void)config; return false; }
   // A state dict as another implementation writes it, in the form ours loads (RTMDet: the copies

@@ -18,6 +18,15 @@ TargetBatch TargetBatch::to(const at::Device& device) const {
   return {queue(classes), queue(boxes_xyxy), queue(boxes_cxcywh), queue(valid)};
 }
 
+TargetBatch TargetBatch::clone() const { return {classes.clone(), boxes_xyxy.clone(), boxes_cxcywh.clone(), valid.clone()}; }
+
+void TargetBatch::copy_(const TargetBatch& other) {
+  classes.copy_(other.classes);
+  boxes_xyxy.copy_(other.boxes_xyxy);
+  boxes_cxcywh.copy_(other.boxes_cxcywh);
+  valid.copy_(other.valid);
+}
+
 TargetBatch pad_targets(const at::Tensor& targets_in, std::int64_t batch_size, std::int64_t width, std::int64_t height,
                         std::int64_t min_slots) {
   const at::Tensor targets = targets_in.to(at::kCPU, at::kFloat).contiguous().reshape({-1, 6});

@@ -20,6 +20,10 @@ struct TargetBatch {
   std::int64_t batch_size() const { return valid.size(0); }
   std::int64_t slots() const { return valid.size(1); }
   TargetBatch to(const at::Device& device) const;  // CUDA: pinned and non_blocking
+  // A captured loss reads static tensors: a copy of every part, and a refill in place from a
+  // batch of the same shapes (what the step runner does without naming the parts).
+  TargetBatch clone() const;
+  void copy_(const TargetBatch& other);
 };
 
 // `targets` [N, 6] on the CPU; `width`/`height` of the network input in pixels. `min_slots`: G

@@ -65,7 +65,9 @@ models::Checkpoint make_checkpoint(Training& t, const TrainState& state, int epo
   c.set_extra("is_ema_weights", static_cast<bool>(t.net.ema));
   if (t.net.loaded.fine_tune) c.set_extra("fine_tune", true);  // a resumed run keeps the family's fine-tune form
   if (t.net.ema) c.set_extra("ema_updates", t.net.ema->updates());
-  c.set_extra("config", checkpoint_config(t.config));
+  auto args = checkpoint_config(t.config).toGenericDict();
+  args.insert_or_assign("best_metric", state.metric_name);  // the column used (an empty best_metric= is the task's)
+  c.set_extra("config", args);
   if (t.optim.lr_scale != 1.0) c.set_extra("lr_scale", t.optim.lr_scale);  // a recovered divergence lowered the learning rate
   if (t.precision.scaler->enabled()) {
     c10::impl::GenericDict s(c10::StringType::get(), c10::AnyType::get());

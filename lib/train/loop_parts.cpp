@@ -81,7 +81,7 @@ at::Tensor gradients_finite(torch::nn::Module& module) {
 // training images of this epoch's order, before they are validated and saved (LibreYOLO's place).
 void precise_batch_norm(Training& t, const TrainState& state, std::int64_t images) {
   std::vector<BatchNormTarget> targets;
-  for (models::DetectionModel* model : {&t.net.model(), t.net.ema ? &t.net.ema_model : nullptr}) {
+  for (models::Model* model : {&t.net.model(), t.net.ema ? &t.net.ema_model : nullptr}) {
     if (!model) continue;
     targets.push_back({model->module.get(), [&t, model](const at::Tensor& x) {
                          AutocastGuard guard(t.place.device.type(), t.precision.amp_dtype, t.precision.autocast);

@@ -3,7 +3,7 @@
 // metric's value and a checkpoint's deep copy. Internal to lib/train.
 #pragma once
 
-#include "data/loader.h"
+#include "data/batch_source.h"
 #include "eval/validator.h"
 #include "models/checkpoint.h"
 #include "train/hooks.h"

@@ -243,11 +243,7 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
   if (t->inputs.multi_scale) {  // the family's sizes, until the strong augmentations stop
     t->inputs.batch_scales = t->net.family->batch_scales(t->net.loaded.name.size, t->inputs.image_size);
   }
-  state.metric_name = config.get_text("best_metric");
-  if (const auto names = t->task->metric_names(); std::find(names.begin(), names.end(), state.metric_name) == names.end()) {
-    throw UsageError(fmt::format("best_metric={}: task={} writes no such column (it writes: {})", state.metric_name,
-                                 t->task->name(), fmt::join(names, ", ")));
-  }
+  state.metric_name = t->task->best_metric_column(config.get_text("best_metric"));
   state.reset_epoch_sums();
   set_up_optimizer(config, state, t->net, t->optim);
   set_up_amp(config, t->place, t->net, t->precision);

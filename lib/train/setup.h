@@ -5,7 +5,7 @@
 
 #include "core/config.h"
 #include "data/dataset.h"
-#include "data/loader.h"
+#include "data/batch_source.h"
 #include "data/training_data.h"
 #include "eval/task.h"
 #include "eval/validator.h"
@@ -53,7 +53,7 @@ struct Placement {
 struct Inputs {
   data::TrainingData data;
   std::unique_ptr<eval::TaskTypes::Dataset> val_dataset;
-  std::unique_ptr<data::Loader> loader;
+  std::unique_ptr<data::BatchSource> loader;  // the task's (eval::Task::make_loader)
   int class_count = 0;
   int image_size = 640;
   bool multi_scale = false;
@@ -74,15 +74,15 @@ struct Network {
   bool channels_last = false;
   FrozenLayers frozen;               // freeze=
   std::unique_ptr<ModelEma> ema;     // null with ema=false
-  models::DetectionModel ema_model;
+  models::Model ema_model;
   std::unique_ptr<models::TrainingLoss> loss;
 
-  models::DetectionModel& model() { return loaded.model; }
-  const models::DetectionModel& model() const { return loaded.model; }
+  models::Model& model() { return loaded.model; }
+  const models::Model& model() const { return loaded.model; }
   // The trained model in train mode (frozen BatchNorm layers stay in eval mode).
   void set_train_mode() { frozen.set_train_mode(*loaded.model.module); }
   // The weights that are validated and saved: the EMA's when there is one.
-  models::DetectionModel& evaluated_model() { return ema ? ema_model : loaded.model; }
+  models::Model& evaluated_model() { return ema ? ema_model : loaded.model; }
 };
 
 // The optimizer and what steers it.

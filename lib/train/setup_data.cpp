@@ -12,7 +12,7 @@ namespace {
 
 // min_samples (an epoch floor for tiny datasets) and class_balanced (repeat-factor weights): both
 // draw with replacement, as LibreYOLO's samplers do.
-void set_up_sampling(const config::Config& config, const data::DetectionDataset& dataset, int class_count,
+void set_up_sampling(const config::Config& config, const eval::TaskTypes::Dataset& dataset, int class_count,
                      data::LoaderOptions& options) {
   const auto size = dataset.size();
   const auto min_samples = static_cast<std::size_t>(config.get_int("min_samples"));
@@ -40,13 +40,9 @@ void set_up_data(const config::Config& config, const eval::Task& task, const Pla
   // Each rank takes every world-th sample of the epoch's order: its batch i and the other ranks'
   // batch i together are exactly the single-process global batch i, whatever the world size.
   data::LoaderOptions options{.batch_size = place.batch_size, .workers = place.workers, .shuffle = true, .seed = place.seed,
-                              .rank = place.rank(), .world_size = place.world_size(), .pin_memory = place.device.is_cuda(),
-                              .collate = task.collate()};
+                              .rank = place.rank(), .world_size = place.world_size(), .pin_memory = place.device.is_cuda()};
   set_up_sampling(config, *inputs.data.dataset, inputs.class_count, options);
-  auto* pipeline = inputs.data.pipeline.get();
-  inputs.loader = std::make_unique<data::Loader>(
-      [pipeline](std::size_t index, int epoch, std::span<const std::size_t> batch) { return pipeline->sample(index, epoch, batch); },
-      inputs.data.dataset->size(), std::move(options));
+  inputs.loader = task.make_loader(inputs.data, std::move(options));
 }
 
 }  // namespace libreyolo::train

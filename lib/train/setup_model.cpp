@@ -84,7 +84,7 @@ void set_up_model(const config::Config& config, const Placement& place, const In
     load_matching(*loaded.model.module, weights);
   }
   if (loaded.fine_tune) log::info("{} from weights: {} (LibreYOLO's fine-tune form)", loaded.model.display_name, form);
-  models::DetectionModel& model = loaded.model;
+  models::Model& model = loaded.model;
   // A training-only branch (YOLOv9's PGI) trains beside the main head, the family's loss adding its
   // terms; validation and inference use the main head only. A resumed run keeps the branch it was saved with.
   const auto* saved_train_model = place.resume ? checkpoint->extra("train_model") : nullptr;

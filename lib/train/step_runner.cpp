@@ -35,10 +35,10 @@ CaptureTensors capture_tensors(const std::vector<std::shared_ptr<torch::nn::Modu
 // backbone and encoder of a DETR (its decoder runs eager: the denoising queries follow the targets).
 std::vector<at::Tensor> network_outputs(Network& net, Graphs& graphs, const at::Tensor& input, const models::TargetBatch& targets,
                                         bool network_graph) {
-  models::DetectionModel& model = net.model();
+  models::Model& model = net.model();
   const bool graphed = graphs.training && network_graph;
   if (model.forward_train) {
-    const models::DetectionModel::Region& region = model.train_region;
+    const models::Model::Region& region = model.train_region;
     if (!graphed || !region.run) return model.forward_train(input, targets);
     const std::vector<at::Tensor> features =
         graphs.training->forward(input, region.run, [&region] { return capture_tensors(region.modules); });
@@ -95,14 +95,11 @@ models::LossTerms EagerStepRunner::graphed(const at::Tensor& input, const models
     if (!static_ || static_->input.sizes() != input.sizes() || static_->targets.slots() != targets.slots()) {
       static_ = std::make_unique<StaticStep>();
       static_->input = input.detach().clone();
-      static_->targets = {targets.classes.clone(), targets.boxes_xyxy.clone(), targets.boxes_cxcywh.clone(), targets.valid.clone()};
+      static_->targets = targets.clone();
       static_->divisor = at::empty({}, input.options().dtype(at::kFloat));
     } else {
       static_->input.copy_(input);
-      static_->targets.classes.copy_(targets.classes);
-      static_->targets.boxes_xyxy.copy_(targets.boxes_xyxy);
-      static_->targets.boxes_cxcywh.copy_(targets.boxes_cxcywh);
-      static_->targets.valid.copy_(targets.valid);
+      static_->targets.copy_(targets);
     }
     static_->divisor.fill_(loss_divisor);
   };
@@ -189,7 +186,7 @@ void EagerStepRunner::state_replaced(const std::string& reason) {
   if (graphs_.training) graphs_.training->invalidate(reason);
 }
 
-NetworkFunction EagerStepRunner::validation_network(models::DetectionModel& model) {
+NetworkFunction EagerStepRunner::validation_network(models::Model& model) {
   NetworkFunction network = [this, &model](const at::Tensor& x) {
     AutocastGuard guard(device_.type(), precision_.amp_dtype, precision_.autocast && device_.is_cuda(), /*cache=*/!graphs_.validation);
     return model.forward(x);

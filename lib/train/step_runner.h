@@ -46,7 +46,7 @@ class EagerStepRunner final : public StepRunner {
   // The network a validation runs `model` with (autocast on a GPU as training, a graph per
   // recurring batch shape with cuda_graph=true); end_validation() gives the graphs' memory back
   // to training and says once how many batches they replayed.
-  NetworkFunction validation_network(models::DetectionModel& model);
+  NetworkFunction validation_network(models::Model& model);
   void end_validation();
   // One line on how much of the run the graphs carried; empty without graphs.
   std::string graph_summary() const;

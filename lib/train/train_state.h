@@ -39,8 +39,8 @@ struct TrainState {
   std::int64_t optimizer_steps = 0;
   std::int64_t last_step = -1;    // ramp: the global batch index of the last optimizer step
 
-  // best so far: `metric_name` (best_metric=, metrics/mAP50-95 by default) selects best.pt
-  std::string metric_name = "metrics/mAP50-95";
+  // best so far: `metric_name` (best_metric=, the task's column by default: set_up_training) selects best.pt
+  std::string metric_name;
   double best_metric = -1;                     // its value at the best epoch
   double best_map50 = -1, best_map50_95 = -1;  // the best epoch's mAPs
   int best_epoch = 0;             // 1-based; 0 = none yet

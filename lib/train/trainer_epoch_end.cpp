@@ -15,7 +15,7 @@
 
 namespace libreyolo::train::loop {
 
-std::optional<eval::Validation> Trainer::validate(models::DetectionModel& model) {
+std::optional<eval::Validation> Trainer::validate(models::Model& model) {
   model.module->eval();
   std::optional<eval::ValidationLoss> loss;
   if (val_loss_) {
@@ -94,7 +94,7 @@ void Trainer::set_up_average(int count) {
 void Trainer::write_average() {
   const auto averaged = average_->average();
   if (!averaged) return;
-  models::DetectionModel model = models::build_model(t_.net.loaded.name, t_.inputs.class_count, t_.net.loaded.class_hidden,
+  models::Model model = models::build_model(t_.net.loaded.name, t_.inputs.class_count, t_.net.loaded.class_hidden,
                                                      t_.net.loaded.fine_tune);
   if (t_.net.use_branch) model.enable_branch();
   models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(averaged->begin(), averaged->end()), true);

@@ -99,7 +99,7 @@ class Trainer {
   void carry_out_stop();
   bool stop_ends_epoch();
   bool end_epoch();
-  std::optional<eval::Validation> validate(models::DetectionModel& model);
+  std::optional<eval::Validation> validate(models::Model& model);
   bool take_validation(const eval::Validation& validation);
   nlohmann::ordered_json epoch_row(bool is_best, const std::optional<eval::Validation>& validation);
   void set_up_average(int count);

@@ -21,7 +21,7 @@
 #include "eval/validator.h"
 #include "models/family.h"
 #include "models/model_name.h"
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "train/cuda_graph.h"
 #include "train/sync_batch_norm.h"
 
@@ -188,7 +188,7 @@ bool check_distributed_validation(dist::Group& group, int r) {
   auto scan = data::scan_split(spec, "val", 1);
   const data::DetectionDataset dataset(std::move(scan.images), spec.class_count(), 64, data::CacheMode::none);
   torch::manual_seed(5);
-  models::DetectionModel model = models::build_model(models::parse_model_name("yolo9-t"), spec.class_count());
+  models::Model model = models::build_model(models::parse_model_name("yolo9-t"), spec.class_count());
   model.module->eval();
   const eval::ValidatorOptions options{.family = &models::family("yolo9"), .batch_size = 3, .image_size = 64, .confidence = 0.0, .workers = 1};
   const auto forward = [&](const at::Tensor& x) { return model.forward(x); };

@@ -1,7 +1,7 @@
 // One mixed-precision training step on the GPU for each family: float16 with the loss scaler
 // and bfloat16 without; the loss is finite and the scaler either steps (weights move, scale
 // kept) or skips an overflowing step (weights kept, scale halved). Exits 77 (skipped) without a CUDA device.
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "models/targets.h"
 #include "models/yolo9/loss.h"
 #include "models/yolox/loss.h"

@@ -9,7 +9,7 @@
 // maps by that much, while a real error (a wrong statistic, a missing term) is orders larger.
 // The reference files come from make_reference.py.
 //   model_parity_test DIR FAMILY SIZE...
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "models/safetensors.h"
 #include "models/yolo9/model.h"
 #include "models/yolox/model.h"

@@ -5,7 +5,7 @@
 // Optimisation::apply_schedule on a three-group SGD, and its nominal batch (nbs 64): the batches it
 // steps the optimizer after, its accumulate and scaled weight decay, through TrainState's windows.
 //   train_parity_test DIR
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "models/safetensors.h"
 #include "train/ema.h"
 #include "train/optimizer.h"

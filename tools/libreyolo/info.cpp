@@ -21,7 +21,7 @@ int run_info(const Arguments& arguments) {
   log::set_quiet(config.get_bool("quiet"));
   auto loaded = models::load_model(config.get_text("model"), static_cast<int>(config.get_int("nc")));
   const int classes = loaded.class_count;  // a weights file's own nc wins over nc=
-  models::DetectionModel& model = loaded.model;
+  models::Model& model = loaded.model;
   auto size = config.get_image_size("imgsz");
   if (config.source("imgsz") == config::Source::table_default) {
     const int side = loaded.image_size > 0 ? loaded.image_size : model.default_image_size;

@@ -106,9 +106,9 @@ class DfineStyleFamily final : public Family {
   int key_precedence() const override { return spec_.key_precedence; }
   // From scratch nothing is frozen; from weights (LibreYOLO's non-scratch build) D-FINE's stem is
   // frozen, and l and x (both families) freeze the backbone's BatchNorm layers.
-  DetectionModel build(const std::string& size, int class_count, int, bool fine_tune) const override {
+  models::Model build(const std::string& size, int class_count, int, bool fine_tune) const override {
     DfineModel net(DfineOptions{.size = size, .classes = class_count, .queries = kQueries, .scratch = !fine_tune, .variant = spec_.network});
-    DetectionModel model;
+    models::Model model;
     model.display_name = fmt::format("{}-{}", display_family(), size);
     model.module = net.ptr();
     model.forward = [net](const at::Tensor& x) mutable {

@@ -40,9 +40,9 @@ class RtdetrFamily final : public Family {
   std::vector<std::string> sizes() const override { return {"r18", "r34", "r50", "r50m", "r101", "l", "x"}; }
   // From scratch the backbone's norms train and nothing is frozen; from weights (LibreYOLO's
   // non-scratch build) the stem is frozen, and r50 and up freeze the backbone's BatchNorm layers.
-  DetectionModel build(const std::string& size, int class_count, int, bool fine_tune) const override {
+  models::Model build(const std::string& size, int class_count, int, bool fine_tune) const override {
     RtdetrModel net(RtdetrOptions{.size = size, .classes = class_count, .queries = kQueries, .scratch = !fine_tune});
-    DetectionModel model;
+    models::Model model;
     model.display_name = fmt::format("RT-DETR-{}", size);
     model.module = net.ptr();
     model.forward = [net](const at::Tensor& x) mutable {

@@ -36,9 +36,9 @@ class RtmdetFamily final : public Family {
   std::string_view name() const override { return "rtmdet"; }
   std::string_view weights_prefix() const override { return "LibreRTMDet"; }
   std::vector<std::string> sizes() const override { return {"t", "s", "m", "l", "x"}; }
-  DetectionModel build(const std::string& size, int class_count, int, bool) const override {
+  models::Model build(const std::string& size, int class_count, int, bool) const override {
     rtmdet::Model net(size, class_count);
-    DetectionModel model;
+    models::Model model;
     model.display_name = fmt::format("RTMDet-{}", size);
     model.default_image_size = 640;
     model.module = net.ptr();

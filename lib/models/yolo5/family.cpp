@@ -34,9 +34,9 @@ class Yolov5Family final : public Family {
   std::string_view name() const override { return "yolov5"; }
   std::string_view weights_prefix() const override { return "LibreYOLOv5"; }
   std::vector<std::string> sizes() const override { return {"n", "s", "m", "l", "x"}; }
-  DetectionModel build(const std::string& size, int class_count, int, bool) const override {
+  models::Model build(const std::string& size, int class_count, int, bool) const override {
     yolo5::Model net(size, class_count);
-    DetectionModel model;
+    models::Model model;
     model.display_name = fmt::format("YOLOv5{}", size);
     model.default_image_size = 640;
     model.module = net.ptr();

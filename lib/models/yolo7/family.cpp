@@ -33,10 +33,10 @@ class Yolo7Family final : public Family {
   std::string_view name() const override { return "yolo7"; }
   std::string_view weights_prefix() const override { return "LibreYOLO7"; }
   std::vector<std::string> sizes() const override { return {"b"}; }
-  DetectionModel build(const std::string& size, int class_count, int, bool) const override {
+  models::Model build(const std::string& size, int class_count, int, bool) const override {
     if (size != "b") throw ModelError(fmt::format("yolo7-{}: unknown size; YOLOv7 has one size, b", size));
     yolo7::Model net(class_count);
-    DetectionModel model;
+    models::Model model;
     model.display_name = "YOLOv7-b";
     model.default_image_size = kInputSize;
     model.module = net.ptr();

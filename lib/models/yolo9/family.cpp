@@ -50,9 +50,9 @@ class Yolo9Family final : public Family {
   std::string_view name() const override { return "yolo9"; }
   std::string_view weights_prefix() const override { return "LibreYOLO9"; }
   std::vector<std::string> sizes() const override { return {"t", "s", "m", "c"}; }
-  DetectionModel build(const std::string& size, int class_count, int class_hidden, bool) const override {
+  models::Model build(const std::string& size, int class_count, int class_hidden, bool) const override {
     yolo9::Model net(size, class_count, class_hidden);
-    DetectionModel model;
+    models::Model model;
     model.display_name = fmt::format("YOLOv9-{}", size);
     model.module = net.ptr();
     model.forward = [net](const at::Tensor& x) mutable { return net->forward(x); };

@@ -36,9 +36,9 @@ class YoloxFamily final : public Family {
   std::string_view name() const override { return "yolox"; }
   std::string_view weights_prefix() const override { return "LibreYOLOX"; }
   std::vector<std::string> sizes() const override { return {"n", "t", "s", "m", "l", "x"}; }
-  DetectionModel build(const std::string& size, int class_count, int, bool) const override {
+  models::Model build(const std::string& size, int class_count, int, bool) const override {
     yolox::Model net(size, class_count);
-    DetectionModel model;
+    models::Model model;
     model.display_name = fmt::format("YOLOX-{}", size);
     model.default_image_size = net->spec().input_size;
     model.module = net.ptr();

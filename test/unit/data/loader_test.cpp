@@ -41,7 +41,7 @@ std::vector<ImageRecord> small_dataset(const fs::path& root) {
 // A family's training sample pipeline (the loader runs what the family composes).
 std::shared_ptr<const SamplePipeline> steps_of(std::string_view family) { return libreyolo::models::family(family).sample_pipeline(); }
 
-std::vector<Batch> run_epoch(Loader& loader, int epoch) {
+std::vector<Batch> run_epoch(BatchSource& loader, int epoch) {
   loader.start_epoch(epoch);
   std::vector<Batch> batches;
   while (auto batch = loader.next()) batches.push_back(std::move(*batch));
@@ -384,4 +384,57 @@ TEST_CASE("a batch buffer still being copied from is not handed out again", "[lo
   REQUIRE(batch);
   CHECK(batch->images.data_ptr() == first);
   CHECK(batch->images[0][0][0][0].item<int>() == 6);
+}
+
+// Another task's samples: what a classification task would move (an image and one label per
+// image), through the same loader, collated by the task's own function.
+namespace {
+struct LabelledImage {
+  cv::Mat image;
+  int label = -1;
+};
+
+Batch collate_labels(const std::vector<LabelledImage>& samples, const std::vector<std::size_t>& indices, bool, at::Tensor images) {
+  Batch batch;
+  batch.indices = indices;
+  const auto count = static_cast<std::int64_t>(samples.size());
+  batch.images = images.defined() ? images : at::empty({count, 3, samples[0].image.rows, samples[0].image.cols}, at::kByte);
+  batch.targets = at::empty({count}, at::kLong);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const cv::Mat& image = samples[static_cast<std::size_t>(i)].image;
+    batch.images[i].fill_(static_cast<std::int64_t>(image.at<cv::Vec3b>(0, 0)[0]));
+    batch.targets[i].fill_(samples[static_cast<std::size_t>(i)].label);
+  }
+  return batch;
+}
+}  // namespace
+
+TEST_CASE("The loader moves any task's samples: its order, workers and buffers, the task's collate", "[loader]") {
+  const auto make = [](std::size_t index, int epoch, std::span<const std::size_t>) {
+    return LabelledImage{cv::Mat(8, 8, CV_8UC3, cv::Scalar::all(static_cast<double>(index + 10 * epoch))), static_cast<int>(index % 3)};
+  };
+  const LoaderOptions options{.batch_size = 4, .workers = 0, .seed = 5};
+  std::vector<std::vector<Batch>> runs;
+  for (const int workers : {0, 2}) {
+    LoaderOptions own = options;
+    own.workers = workers;
+    SampleLoader<LabelledImage> loader(make, collate_labels, 10, own);
+    CHECK(loader.batches_per_epoch() == 3);
+    // the same epoch order as detection's loader with the same options
+    Loader detection([](std::size_t, int, std::span<const std::size_t>) { return Sample{}; }, 10, own);
+    CHECK(loader.epoch_order(3) == detection.epoch_order(3));
+    CHECK(loader.epoch_order(3) == epoch_order(own, 10, 3));
+    runs.push_back(run_epoch(loader, 3));
+  }
+  REQUIRE(runs[0].size() == 3);
+  for (std::size_t b = 0; b < 3; ++b) {
+    CHECK(runs[0][b].indices == runs[1][b].indices);
+    CHECK(at::equal(runs[0][b].images, runs[1][b].images));
+    REQUIRE(runs[0][b].targets.scalar_type() == at::kLong);
+    for (std::size_t i = 0; i < runs[0][b].indices.size(); ++i) {
+      const auto index = runs[0][b].indices[i];
+      CHECK(runs[0][b].targets[static_cast<std::int64_t>(i)].item<std::int64_t>() == static_cast<std::int64_t>(index % 3));
+      CHECK(runs[0][b].images[static_cast<std::int64_t>(i)][0][0][0].item<std::uint8_t>() == index + 30);
+    }
+  }
 }

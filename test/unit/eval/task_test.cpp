@@ -44,10 +44,19 @@ TEST_CASE("Detection's metric columns, in results.csv's order, and the best metr
   CHECK(task.metric(v, "metrics/recall") == 0.55);
   CHECK(std::isnan(task.metric(v, "metrics/top1")));  // not a detection column
   CHECK(task.summary(v) == "mAP50: 0.6000, mAP50-95: 0.4000");
-  // every column best_metric offers is one the task writes (setup refuses the others)
-  const auto* best = config::find_option(models::option_table(), "best_metric");
-  std::string choices(best->choices);
-  for (const auto name : task.metric_names()) CHECK(choices.find(std::string(name)) != std::string::npos);
+  // best_metric= names a column, or its name without metrics/ in any case; empty: the task's
+  CHECK(task.best_metric_column("") == "metrics/mAP50-95");
+  CHECK(task.best_metric_column("metrics/mAP50") == "metrics/mAP50");
+  CHECK(task.best_metric_column("map50") == "metrics/mAP50");
+  CHECK(task.best_metric_column("MAP50-95") == "metrics/mAP50-95");
+  CHECK(task.best_metric_column("Recall") == "metrics/recall");
+  try {
+    (void)task.best_metric_column("fitness");
+    FAIL("accepted a column detection does not write");
+  } catch (const UsageError& error) {
+    CHECK_THAT(error.what(), Catch::Contains("best_metric=fitness") && Catch::Contains("metrics/mAP75"));
+  }
+  CHECK_THROWS_AS(task.best_metric_column("metrics/top1"), UsageError);
 }
 
 TEST_CASE("A model trained for another task is refused with both tasks named", "[task]") {

@@ -50,7 +50,7 @@ void write_archive(const fs::path& path, const std::string& pickle, const std::s
 }
 
 // The raw maps of `model` in eval mode, without autograd.
-std::vector<at::Tensor> eval_outputs(DetectionModel& model, const at::Tensor& input) {
+std::vector<at::Tensor> eval_outputs(Model& model, const at::Tensor& input) {
   torch::NoGradGuard no_grad;
   model.module->eval();
   return model.forward(input);

@@ -137,7 +137,7 @@ TEST_CASE("RT-DETR family: packed outputs round-trip, targets normalise, the los
   CHECK(family.input_fit() == libreyolo::data::InputFit::stretch);
   CHECK(family.graph_region() == libreyolo::models::GraphRegion::backbone_encoder);
   at::manual_seed(3);
-  libreyolo::models::DetectionModel model = family.build("r18", 4, 0, false);
+  libreyolo::models::Model model = family.build("r18", 4, 0, false);
   REQUIRE(model.forward_train);
 
   // too small an input for 300 queries: a usage error that says what to do
@@ -269,7 +269,7 @@ TEST_CASE("D-FINE family: packed outputs round-trip, the FDR loss trains, AMP is
   CHECK(family.precision_note(true, true).warning);
   CHECK(family.precision_note(true, false).text.empty());
   at::manual_seed(5);
-  libreyolo::models::DetectionModel model = family.build("n", 4, 0, false);
+  libreyolo::models::Model model = family.build("n", 4, 0, false);
   // n sees strides 16 and 32 only: 288 px gives 18^2 + 9^2 = 405 positions for its 300 queries
   const at::Tensor rows = at::tensor({0.f, 2.f, 0.5f, 0.5f, 0.25f, 0.5f, 0.f, 1.f, 0.2f, 0.3f, 0.1f, 0.2f, 1.f, 3.f, 0.7f, 0.6f, 0.2f, 0.2f})
                               .view({3, 6});
@@ -454,7 +454,7 @@ void check_ranks_match_one_process(const std::string& family_name, const std::st
   namespace models = libreyolo::models;
   const models::Family& family = models::family(family_name);
   at::manual_seed(11);
-  models::DetectionModel model = family.build(size, 4, 0, false);
+  models::Model model = family.build(size, 4, 0, false);
   {
     // the box heads' last layers start at zero, where every decoder layer's distribution is the
     // last one's and D-FINE's distillation term vanishes: a little weight there brings it in
@@ -585,7 +585,7 @@ TEST_CASE("sync_bn reaches every BatchNorm of the DETRs (backbone, encoder and d
     torch::Tensor forward(const torch::Tensor& x, torch::nn::BatchNorm2dImpl&) override { return x; }
   };
   for (const auto& [family_name, size] : std::vector<std::pair<std::string, std::string>>{{"rtdetr", "r18"}, {"dfine", "n"}}) {
-    libreyolo::models::DetectionModel model = libreyolo::models::family(family_name).build(size, 4, 0, false);
+    libreyolo::models::Model model = libreyolo::models::family(family_name).build(size, 4, 0, false);
     std::size_t norms = 0;
     for (const auto& m : model.module->modules()) norms += m->as<torch::nn::BatchNorm2d>() != nullptr;
     INFO(family_name << "-" << size << ": " << norms << " BatchNorm layers");

@@ -1,6 +1,6 @@
 #include "core/error.h"
 #include "models/family.h"
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "models/safetensors.h"
 
 #include <cmath>
@@ -21,7 +21,7 @@ TEST_CASE("GFLOPs are within 3 % of the published figures", "[registry]") {
       {"rtmdet-t", 640, 16.2, false},  // mmdetection's RTMDet README: 8.1 G multiply-adds
       {"yolo7-b", 640, 104.7, true}};  // the YOLOv7 paper's YOLOv7 (its RepConv deployed as one conv)
   for (const auto& [name, size, gflops, fused] : published) {
-    DetectionModel model = build_model(parse_model_name(name), 80);
+    Model model = build_model(parse_model_name(name), 80);
     if (fused) model.fuse();
     const ModelSummary summary = summarize(model, size, size);
     INFO(name << ": " << summary.gflops << " GFLOPs, published " << gflops);
@@ -38,7 +38,7 @@ TEST_CASE("YOLOv5's sizes have yolov5 7.0's parameter counts and outputs", "[reg
     INFO(name);
     CHECK(summarize(build_model(parse_model_name(name), 80), 64, 64).parameters == parameters);
   }
-  DetectionModel model = build_model(parse_model_name("yolov5n"), 3);
+  Model model = build_model(parse_model_name("yolov5n"), 3);
   model.module->eval();
   const auto maps = model.forward(at::zeros({2, 3, 64, 96}));
   REQUIRE(maps.size() == 4);  // three levels, then the anchors
@@ -52,7 +52,7 @@ TEST_CASE("YOLOv5's sizes have yolov5 7.0's parameter counts and outputs", "[reg
 TEST_CASE("YOLOv7-b has libreyolo 1.6.0's parameter count and three maps of three anchors", "[registry]") {
   // YOLOv7Model(num_classes=80) and (1): 37,622,682 and 37,196,556 parameters
   CHECK(summarize(build_model(parse_model_name("yolo7-b"), 80), 64, 64).parameters == 37622682);
-  DetectionModel model = build_model(parse_model_name("yolo7b"), 1);
+  Model model = build_model(parse_model_name("yolo7b"), 1);
   CHECK(summarize(model, 64, 64).parameters == 37196556);
   CHECK(model.default_image_size == 640);
   model.module->eval();
@@ -73,7 +73,7 @@ TEST_CASE("RTMDet's sizes have libreyolo 1.6.0's parameter counts, the shared co
     CHECK(summarize(build_model(parse_model_name(name), 80), 64, 64).parameters == at80);
     CHECK(summarize(build_model(parse_model_name(name), 1), 64, 64).parameters == at1);
   }
-  DetectionModel model = build_model(parse_model_name("rtmdet-t"), 3);
+  Model model = build_model(parse_model_name("rtmdet-t"), 3);
   model.module->eval();
   const auto maps = model.forward(at::zeros({1, 3, 64, 96}));
   REQUIRE(maps.size() == 3);
@@ -82,7 +82,7 @@ TEST_CASE("RTMDet's sizes have libreyolo 1.6.0's parameter counts, the shared co
 }
 
 TEST_CASE("RTMDet reads LibreYOLO's repeated shared convolutions and refuses copies that differ", "[registry]") {
-  DetectionModel model = build_model(parse_model_name("rtmdet-t"), 3);
+  Model model = build_model(parse_model_name("rtmdet-t"), 3);
   const NamedTensors ours = state_dict(*model.module);
   std::map<std::string, at::Tensor> tensors(ours.begin(), ours.end());
   CHECK(tensors.count("head.cls_convs.0.1.conv.weight") == 1);
@@ -123,8 +123,8 @@ TEST_CASE("build_model refuses what it cannot build", "[registry]") {
 TEST_CASE("to_channels_last keeps the network's outputs and gradients", "[registry]") {
   for (const char* name : {"yolo9-t", "yolox-n", "yolov5n", "yolo7-b", "rtmdet-t"}) {
     INFO(name);
-    DetectionModel plain = build_model(parse_model_name(name), 3);
-    DetectionModel nhwc = build_model(parse_model_name(name), 3);
+    Model plain = build_model(parse_model_name(name), 3);
+    Model nhwc = build_model(parse_model_name(name), 3);
     {
       at::NoGradGuard no_grad;
       const auto source = plain.module->named_parameters();
@@ -174,8 +174,8 @@ TEST_CASE("to_channels_last keeps float32 eval outputs within float32 rounding",
   for (const char* name : {"yolo9-t", "yolox-n", "yolov5n", "yolo7-b", "rtmdet-t"}) {
     INFO(name);
     at::manual_seed(3);
-    DetectionModel plain = build_model(parse_model_name(name), 3);
-    DetectionModel nhwc = build_model(parse_model_name(name), 3);
+    Model plain = build_model(parse_model_name(name), 3);
+    Model nhwc = build_model(parse_model_name(name), 3);
     {
       at::NoGradGuard no_grad;
       const auto source = plain.module->named_parameters();

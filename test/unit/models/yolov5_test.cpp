@@ -1,5 +1,5 @@
 #include "models/model_name.h"
-#include "models/detection_model.h"
+#include "models/model.h"
 #include "models/safetensors.h"
 #include "models/yolo5/autoanchor.h"
 #include "models/yolo5/loss.h"

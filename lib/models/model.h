@@ -25,7 +25,7 @@ struct BatchShare {
   std::function<std::int64_t(std::int64_t)> global_max;
 };
 
-struct DetectionModel {
+struct Model {
   std::string display_name;  // "YOLOv9-t", "YOLOX-s"
   int default_image_size = 640;
   std::shared_ptr<torch::nn::Module> module;
@@ -58,7 +58,7 @@ struct DetectionModel {
 // Throws ModelError for an unknown family or size. Weights files go through load_model (checkpoint.h).
 // `class_hidden`: YOLOv9's class-tower width (0 = max(ch0, min(nc, 100))); YOLOX ignores it.
 // `fine_tune`: the family's form for training from weights (Family::fine_tune_form).
-DetectionModel build_model(const ModelName& name, int class_count, int class_hidden = 0, bool fine_tune = false);
+Model build_model(const ModelName& name, int class_count, int class_hidden = 0, bool fine_tune = false);
 
 // Stores every 4-D parameter and buffer (the convolution weights) channels-last (NHWC), in place:
 // oneDNN's CPU convolutions, and cuDNN's under AMP, run faster on that layout. Values, names and
@@ -72,7 +72,7 @@ struct ModelSummary {
   double gflops = 0;            // one image at the given size, thop's convention (see model_gflops)
 };
 
-ModelSummary summarize(const DetectionModel& model, int image_height, int image_width);
+ModelSummary summarize(const Model& model, int image_height, int image_width);
 
 // GFLOPs of what `run` executes on this thread, as thop (and the YOLOX README) count them:
 // 2 x (convolution multiply-adds + one add per biased output + 2 per BatchNorm element).

@@ -1,4 +1,4 @@
-#include "models/detection_model.h"
+#include "models/model.h"
 
 #include "core/error.h"
 #include "models/family.h"
@@ -59,7 +59,7 @@ void to_channels_last(torch::nn::Module& module) {
   }
 }
 
-DetectionModel build_model(const ModelName& name, int class_count, int class_hidden, bool fine_tune) {
+Model build_model(const ModelName& name, int class_count, int class_hidden, bool fine_tune) {
   return family(name.family).build(name.size, class_count, class_hidden, fine_tune);
 }
 
@@ -77,7 +77,7 @@ double model_gflops(const std::function<void()>& run) {
   return convolution_flops / 1e9;
 }
 
-ModelSummary summarize(const DetectionModel& model, int image_height, int image_width) {
+ModelSummary summarize(const Model& model, int image_height, int image_width) {
   ModelSummary summary;
   summary.layers = static_cast<std::int64_t>(model.module->modules().size());
   for (const auto& parameter : model.module->parameters()) {
