@@ -5,9 +5,12 @@
 #include <ATen/ATen.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string_view>
+#include <thread>
 
 #include "catch.h"  // last: see catch.h
 
@@ -17,12 +20,13 @@ namespace fs = std::filesystem;
 namespace {
 
 // One fake training step: a fetch, the four phases with a little real work, end_step().
-bool fake_step(StepProfiler& profiler) {
+bool fake_step(StepProfiler& profiler, std::chrono::milliseconds compute = {}) {
   profiler.before_fetch();
   profiler.after_fetch(true);
   for (const char* name : {"to_device", "forward", "backward", "optimizer"}) {
     const auto phase = scoped_phase(&profiler, name);
     (void)at::matmul(at::ones({32, 32}), at::ones({32, 32})).sum();
+    if (std::string_view(name) == "forward") std::this_thread::sleep_for(compute);
   }
   return profiler.end_step();
 }
@@ -87,7 +91,9 @@ TEST_CASE("profile_trace=false: no trace, no CPU verdict drawn from it", "[profi
   const fs::path dir = fs::temp_directory_path() / ("libreyolo_step_profiler_nt_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   StepProfiler profiler({.warmup = 0, .steps = 2, .trace = false, .quiet = true, .meta = {{"batch", 1}}, .run_dir = dir});
-  while (!fake_step(profiler)) {
+  // Steps of 30 ms: a fetch of two calls stays a negligible share of them even when the test is
+  // preempted (with microsecond steps, one preemption in the fetch read as a dataloader verdict).
+  while (!fake_step(profiler, std::chrono::milliseconds(30))) {
   }
   CHECK_FALSE(fs::exists(dir / "profile_trace.json"));
   CHECK_FALSE(fs::exists(dir / "timeline.html"));
