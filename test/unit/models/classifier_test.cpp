@@ -1,6 +1,7 @@
 // The classifier networks in libreyolo 1.6.0's state-dict names, counted as the issue states them
 // (torchvision's and timm's counts for the same networks).
 #include "core/error.h"
+#include "eval/classify_metrics.h"
 #include "models/mobilenetv4/model.h"
 #include "models/resnet/model.h"
 
@@ -100,4 +101,28 @@ TEST_CASE("MobileNetV4: parameter counts, state-dict names, channel rounding and
   CHECK(net->features(input).sizes() == at::IntArrayRef{2, 960, 7, 7});
   CHECK(net->forward(input).sizes() == at::IntArrayRef{2, 5});
   CHECK_THROWS_AS(models::mobilenetv4::Model("xl", 10), ModelError);
+}
+
+TEST_CASE("Classification metrics: hand-counted top-1/top-k and macro P/R/F1 over present classes; bad labels refused",
+          "[classifier]") {
+  eval::ClassifyMetrics metrics(4);
+  CHECK(metrics.top1() == 0);
+  CHECK(metrics.macro().f1 == 0);
+  // predictions (top-1): 0, 1, 1, 3; targets: 0, 1, 2, 1. Class 3 never a target: out of the mean.
+  const at::Tensor logits = at::tensor(std::vector<float>{9, 1, 0, 0, /**/ 0, 9, 1, 0, /**/ 0, 9, 5, 0, /**/ 0, 1, 0, 9}).reshape({4, 4});
+  metrics.update(logits, at::tensor(std::vector<std::int64_t>{0, 1, 2, 1}));
+  CHECK(metrics.top_k() == 4);
+  CHECK(metrics.top1() == 0.5);
+  CHECK(metrics.top5() == 1.0);
+  // class 0: P 1, R 1; class 1: P 1/2, R 1/2; class 2: P 0 (never predicted), R 0
+  const auto macro = metrics.macro();
+  CHECK(macro.precision == Approx(0.5));
+  CHECK(macro.recall == Approx(0.5));
+  CHECK(macro.f1 == Approx(0.5));
+  try {
+    metrics.update(logits, at::tensor(std::vector<std::int64_t>{0, 4, -1, 1}));
+    FAIL("accepted labels outside the model's classes");
+  } catch (const DataError& error) {
+    CHECK_THAT(error.what(), Catch::Contains("[-1, 4]") && Catch::Contains("4-class model"));
+  }
 }
