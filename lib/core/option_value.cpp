@@ -1,6 +1,7 @@
 #include "core/option_value.h"
 
 #include "core/error.h"
+#include "core/text.h"
 
 #include <fmt/format.h>
 
@@ -14,11 +15,7 @@ namespace libreyolo::config {
 
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
+std::string lower(std::string_view text) { return ascii_lower(text); }
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);

@@ -1,13 +1,13 @@
 #include "data/image_folder.h"
 
 #include "core/error.h"
+#include "core/text.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <string_view>
 #include <iterator>
 #include <system_error>
@@ -67,8 +67,7 @@ std::vector<std::size_t> ImageFolderSplit::per_class() const {
 }
 
 bool is_image_folder_file(const fs::path& path) {
-  std::string extension = path.extension().string();
-  for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string extension = ascii_lower(path.extension().string());
   return std::find(kExtensions.begin(), kExtensions.end(), extension) != kExtensions.end();
 }
 

@@ -1,12 +1,12 @@
 #include "eval/task.h"
 
 #include "core/error.h"
+#include "core/text.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <array>
-#include <cctype>
 #include <limits>
 
 namespace libreyolo::eval {
@@ -20,15 +20,10 @@ double Task::metric(const Validation& validation, std::string_view name) const {
 
 std::string Task::best_metric_column(std::string_view asked) const {
   if (asked.empty()) return std::string(default_best_metric());
-  const auto lower = [](std::string_view text) {
-    std::string out(text);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-  };
-  const std::string wanted = lower(asked);
+  const std::string wanted = ascii_lower(asked);
   constexpr std::string_view prefix = "metrics/";
   for (const std::string_view column : metric_names()) {
-    const std::string known = lower(column);
+    const std::string known = ascii_lower(column);
     if (wanted == known || (known.starts_with(prefix) && wanted == known.substr(prefix.size()))) return std::string(column);
   }
   throw UsageError(fmt::format("best_metric={}: task={} writes no such column; give one of {} (or its name without metrics/)",
