@@ -19,8 +19,10 @@ constexpr auto kKeys = std::to_array<OptionSpec>({
      .help = "dataset YAML path or built-in name (coco8, coco128, coco); required for train and val",
      .commands = train_val | command_profile | command_data, .support = S::honoured},
     {.name = "task", .type = T::choice, .default_value = "detect", .group = "model/data",
-     .help = "task of the model: what its data holds, how it is validated and what predict writes (detect: boxes)",
-     .commands = run_model | command_data, .choices = "detect", .support = S::honoured},
+     .help = "task of the model: what its data holds, how it is validated and what predict writes (detect: boxes; "
+             "classify: a class per image); implied by the model",
+     .commands = run_model | command_data, .choices = "detect classify",
+     .synonyms = "classification=classify class=classify cls=classify detection=detect", .support = S::honoured},
     {.name = "pretrained", .type = T::flag_or_path, .default_value = "true", .group = "model/data",
      .help = "true: start from the weights model= names (a .pt file); false: train its architecture from scratch; "
              "a path: load those weights by name and shape into the model (the count that matched is logged)",

@@ -231,6 +231,12 @@ cv::Mat DetectionDataset::load_disk_cached(std::size_t index) const {
   return image;
 }
 
+std::vector<int> DetectionDataset::image_classes(std::size_t index) const {
+  std::vector<int> classes;
+  for (const auto& box : records_[index].boxes) classes.push_back(box.cls);
+  return classes;
+}
+
 Sample DetectionDataset::load_resized(std::size_t index) const {
   cv::Mat image;
   if (shared_) {

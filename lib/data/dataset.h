@@ -36,17 +36,34 @@ struct RamCachePeers {
 };
 void set_ram_cache_peers(RamCachePeers peers);
 
-class DetectionDataset {
+// What every task's dataset tells the trainer: its images, classes and training size, and the
+// classes each image holds (class_balanced sampling's repeat factors). A task's own reads
+// (detection's boxes, classification's labels) are its subclass's.
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::size_t size() const = 0;
+  virtual int class_count() const = 0;
+  virtual int image_size() const = 0;
+  virtual CacheMode cache_mode() const = 0;
+  // How validation of this task's images resizes them (detection: the family's rule).
+  virtual ResizeRule resize_rule() const { return ResizeRule::round_up; }
+  // The classes image `index` holds (detection: one entry per box; classification: its label).
+  virtual std::vector<int> image_classes(std::size_t index) const = 0;
+};
+
+class DetectionDataset final : public Dataset {
  public:
   DetectionDataset(std::vector<ImageRecord> records, int class_count, int image_size, CacheMode cache,
                    ResizeRule resize = ResizeRule::round_up);
 
-  std::size_t size() const { return records_.size(); }
-  int class_count() const { return class_count_; }
-  int image_size() const { return image_size_; }
+  std::size_t size() const override { return records_.size(); }
+  int class_count() const override { return class_count_; }
+  int image_size() const override { return image_size_; }
   const ImageRecord& record(std::size_t index) const { return records_[index]; }
-  CacheMode cache_mode() const { return cache_; }
-  ResizeRule resize_rule() const { return resize_; }
+  CacheMode cache_mode() const override { return cache_; }
+  ResizeRule resize_rule() const override { return resize_; }
+  std::vector<int> image_classes(std::size_t index) const override;
 
   // Long side = image_size by the dataset's ResizeRule, boxes in pixels of the resized image.
   // Thread-safe.

@@ -5,11 +5,13 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
 #include <string_view>
 #include <iterator>
+#include <map>
 #include <system_error>
 #include <utility>
 
@@ -110,6 +112,72 @@ ImageFolderSplit scan_image_folder(const fs::path& root, const std::string& spli
     for (const auto& path : paths) out.images.push_back({path, static_cast<int>(label)});
   }
   return out;
+}
+
+DatasetSpec image_folder_spec(const std::string& data) {
+  DatasetSpec spec;
+  const fs::path given(data);
+  std::error_code error;
+  std::vector<std::string> listed_names;
+  std::map<std::string, std::string> folders{{"train", "train"}, {"val", "val"}, {"test", "test"}};
+  const std::string extension = ascii_lower(given.extension().string());
+  if (extension == ".yaml" || extension == ".yml") {
+    if (!fs::is_regular_file(given, error)) throw DataError(fmt::format("data={}: no such file", data));
+    YAML::Node node;
+    try {
+      node = YAML::LoadFile(given.string());
+    } catch (const YAML::Exception& e) {
+      throw DataError(fmt::format("{}: not valid YAML ({})", data, e.what()));
+    }
+    spec.yaml_file = given;
+    const fs::path base = given.parent_path();
+    spec.root = node["path"] && node["path"].IsScalar() ? fs::path(node["path"].as<std::string>()) : base;
+    if (spec.root.is_relative()) spec.root = base / spec.root;
+    for (auto& [split, folder] : folders) {
+      if (!node[split]) continue;
+      if (!node[split].IsScalar()) {
+        throw DataError(fmt::format("{}: '{}' of a classification dataset is one folder under 'path' (its ImageFolder split)", data, split));
+      }
+      folder = node[split].as<std::string>();
+      if (fs::path(folder).has_parent_path()) {
+        throw DataError(fmt::format("{}: {}: {} is not a folder directly under {}; {}", data, split, folder, spec.root.string(), kLayout));
+      }
+    }
+    if (const YAML::Node names = node["names"]) {
+      if (names.IsSequence()) {
+        for (const auto& name : names) listed_names.push_back(name.as<std::string>());
+      } else if (names.IsMap()) {
+        std::map<int, std::string> by_index;
+        for (const auto& item : names) by_index[item.first.as<int>()] = item.second.as<std::string>();
+        for (const auto& [index, name] : by_index) listed_names.push_back(name);
+      }
+    }
+  } else {
+    if (!fs::is_directory(given, error)) {
+      throw DataError(fmt::format("data={}: no such folder; a classification dataset is an ImageFolder root (root/train/<class>/, "
+                                  "root/val/<class>/) or a YAML naming one", data));
+    }
+    const std::string leaf = given.filename().empty() ? given.parent_path().filename().string() : given.filename().string();
+    const fs::path parent = given.filename().empty() ? given.parent_path().parent_path() : given.parent_path();
+    const bool is_split = (leaf == "train" || leaf == "val" || leaf == "test") && fs::is_directory(parent / "train", error);
+    spec.root = is_split && !fs::is_directory(given / "train", error) ? parent : given;
+    spec.yaml_file = spec.root;
+  }
+  if (folders.at("train") != "train") {
+    throw DataError(fmt::format("{}: train: {}: the classes are read from the folder 'train' under {}; rename it", data,
+                                folders.at("train"), spec.root.string()));
+  }
+  spec.names = image_folder_classes(spec.root);
+  if (!listed_names.empty() && listed_names != spec.names) {
+    throw DataError(fmt::format("{}: names [{}] are not the class folders of {}/train in sorted order [{}]; leave names out or "
+                                "list the folders", data, fmt::join(listed_names, ", "), spec.root.string(), fmt::join(spec.names, ", ")));
+  }
+  spec.train = {spec.root / "train"};
+  for (const auto& [split, list] : {std::pair{"val", &spec.val}, std::pair{"test", &spec.test}}) {
+    const fs::path folder = spec.root / folders.at(split);
+    if (fs::is_directory(folder, error)) *list = {folder};
+  }
+  return spec;
 }
 
 }  // namespace libreyolo::data

@@ -4,6 +4,8 @@
 // decoded later, and an unreadable one is reported where it is read.
 #pragma once
 
+#include "data/dataset_yaml.h"
+
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -35,5 +37,12 @@ std::vector<std::string> image_folder_classes(const std::filesystem::path& root)
 // missing split, a class folder the split lacks or adds, or a class folder without an image.
 ImageFolderSplit scan_image_folder(const std::filesystem::path& root, const std::string& split,
                                    const std::vector<std::string>& classes);
+
+// `data=` of a classification run: an ImageFolder root (holding train/), one of its split folders
+// (train/, val/ or test/: the root is its parent), or a data YAML whose `path` is such a root
+// (`train`/`val`/`test` name its split folders, by default train and val; `names`, when given,
+// must be the class folders in order). The spec's splits are root/<split> where present and its
+// names the classes. DataError naming the path otherwise.
+DatasetSpec image_folder_spec(const std::string& data);
 
 }  // namespace libreyolo::data

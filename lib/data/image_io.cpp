@@ -102,7 +102,7 @@ std::uint16_t read_u16(const std::uint8_t* p, bool little) {
 // Orientation 5-8 swap width and height.
 bool swaps_axes(int orientation) { return orientation >= 5 && orientation <= 8; }
 
-cv::Mat decode_jpeg(const std::vector<std::uint8_t>& bytes, int target_long_side) {
+cv::Mat decode_jpeg(const std::vector<std::uint8_t>& bytes, int target_long_side, bool upright) {
   tjhandle handle = thread_decompressor();
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
   if (tjDecompressHeader3(handle, bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height,
@@ -134,7 +134,7 @@ cv::Mat decode_jpeg(const std::vector<std::uint8_t>& bytes, int target_long_side
       throw CorruptImage(fmt::format("JPEG decode failed: {}", tjGetErrorStr2(handle)));
     }
   }
-  return apply_orientation(image, jpeg_exif_orientation(bytes.data(), bytes.size()));
+  return upright ? apply_orientation(image, jpeg_exif_orientation(bytes.data(), bytes.size())) : image;
 }
 
 }  // namespace
@@ -344,14 +344,14 @@ ImageInfo read_image_info(const fs::path& path) {
   return info;
 }
 
-cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side) {
+cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side, bool upright) {
   if (bytes.empty()) throw CorruptImage("empty file");
-  if (is_jpeg(bytes)) return decode_jpeg(bytes, target_long_side);
+  if (is_jpeg(bytes)) return decode_jpeg(bytes, target_long_side, upright);
 #if LIBREYOLO_READS_ALL_FORMATS
   check_header_size(bytes);
   cv::Mat image;
   try {
-    image = cv::imdecode(bytes, cv::IMREAD_COLOR);
+    image = cv::imdecode(bytes, upright ? cv::IMREAD_COLOR : cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
   } catch (const cv::Exception& error) {
     throw CorruptImage(fmt::format("cannot decode image: {}", error.msg));
   }
@@ -382,8 +382,8 @@ std::vector<std::uint8_t> encode_image(const cv::Mat& image, const std::string& 
   return {};
 }
 
-cv::Mat decode_image(const fs::path& path, int target_long_side) {
-  return decode_image_bytes(read_file_bytes(path), target_long_side);
+cv::Mat decode_image(const fs::path& path, int target_long_side, bool upright) {
+  return decode_image_bytes(read_file_bytes(path), target_long_side, upright);
 }
 
 }  // namespace libreyolo::data

@@ -40,10 +40,11 @@ void check_pixel_limit(std::int64_t width, std::int64_t height);
 // Reads enough of the file to know its size and orientation. Throws CorruptImage.
 ImageInfo read_image_info(const std::filesystem::path& path);
 
-// Decodes to 8-bit BGR, upright. With `target_long_side` > 0 a JPEG may be decoded at 1/2, 1/4
-// or 1/8 scale, never below that long side. Throws CorruptImage.
-cv::Mat decode_image(const std::filesystem::path& path, int target_long_side = 0);
-cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side = 0);
+// Decodes to 8-bit BGR, upright (`upright` false: as stored, the EXIF orientation ignored, as
+// PIL's open without exif_transpose). With `target_long_side` > 0 a JPEG may be decoded at 1/2,
+// 1/4 or 1/8 scale, never below that long side. Throws CorruptImage.
+cv::Mat decode_image(const std::filesystem::path& path, int target_long_side = 0, bool upright = true);
+cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side = 0, bool upright = true);
 
 // False in a build without OpenCV's imgcodecs: then only JPEG files are read and written.
 bool reads_all_formats();

@@ -20,6 +20,27 @@ void keep_image_buffers_in_heap() {
 
 bool pinned_memory_available() { return at::globalContext().hasCUDA(); }
 
+at::Tensor stack_images(int count, const std::function<const cv::Mat&(int)>& image_of, bool pin_memory, at::Tensor images) {
+  const int height = count > 0 ? image_of(0).rows : 0;
+  const int width = count > 0 ? image_of(0).cols : 0;
+  const std::vector<std::int64_t> sizes{count, 3, height, width};
+  at::Tensor out = images.defined() && images.sizes() == at::IntArrayRef(sizes)
+                       ? images
+                       : at::empty(sizes, at::TensorOptions().dtype(at::kByte).pinned_memory(pin_memory));
+  std::uint8_t* base = out.data_ptr<std::uint8_t>();
+  const std::size_t plane = static_cast<std::size_t>(height) * width;
+  for (int b = 0; b < count; ++b) {
+    const cv::Mat& image = image_of(b);
+    CV_Assert(image.rows == height && image.cols == width && image.type() == CV_8UC3);
+    // split BGR straight into the tensor's R, G, B planes
+    cv::Mat planes[3] = {cv::Mat(height, width, CV_8U, base + (3 * b + 2) * plane),
+                         cv::Mat(height, width, CV_8U, base + (3 * b + 1) * plane),
+                         cv::Mat(height, width, CV_8U, base + (3 * b + 0) * plane)};
+    cv::split(image, planes);
+  }
+  return out;
+}
+
 Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>& indices, bool pin_memory,
               at::Tensor images) {
   Batch batch;
@@ -27,23 +48,9 @@ Batch collate(const std::vector<Sample>& samples, const std::vector<std::size_t>
   const int count = static_cast<int>(samples.size());
   const int height = count > 0 ? samples[0].image.rows : 0;
   const int width = count > 0 ? samples[0].image.cols : 0;
-  const std::vector<std::int64_t> sizes{count, 3, height, width};
-  batch.images = images.defined() && images.sizes() == at::IntArrayRef(sizes)
-                     ? images
-                     : at::empty(sizes, at::TensorOptions().dtype(at::kByte).pinned_memory(pin_memory));
-  std::uint8_t* base = batch.images.data_ptr<std::uint8_t>();
-  const std::size_t plane = static_cast<std::size_t>(height) * width;
+  batch.images = stack_images(count, [&](int b) -> const cv::Mat& { return samples[b].image; }, pin_memory, std::move(images));
   std::size_t box_count = 0;
-  for (int b = 0; b < count; ++b) {
-    const cv::Mat& image = samples[b].image;
-    CV_Assert(image.rows == height && image.cols == width && image.type() == CV_8UC3);
-    // split BGR straight into the tensor's R, G, B planes
-    cv::Mat planes[3] = {cv::Mat(height, width, CV_8U, base + (3 * b + 2) * plane),
-                         cv::Mat(height, width, CV_8U, base + (3 * b + 1) * plane),
-                         cv::Mat(height, width, CV_8U, base + (3 * b + 0) * plane)};
-    cv::split(image, planes);
-    box_count += samples[b].boxes.size();
-  }
+  for (const auto& sample : samples) box_count += sample.boxes.size();
   batch.targets = at::empty({static_cast<long>(box_count), 6}, at::kFloat);
   float* target = batch.targets.data_ptr<float>();
   for (int b = 0; b < count; ++b) {

@@ -103,6 +103,10 @@ class SampleLoader : public BatchSource {
   std::vector<std::thread> workers_;
 };
 
+// Images of one size (8-bit BGR) as uint8 RGB [count, 3, H, W]: into `images` when it has that
+// shape, else a new tensor (pinned when asked). Every task's collate stacks its images with it.
+at::Tensor stack_images(int count, const std::function<const cv::Mat&(int)>& image_of, bool pin_memory, at::Tensor images = {});
+
 // Detection's samples (an image and its boxes) and their collate: square samples of one size
 // stacked into a Batch (BGR HWC -> RGB CHW, pixel xyxy -> [N, 6] rows, cxcywh/size). `images` may
 // be a preallocated uint8 [B, 3, H, W] tensor to fill; otherwise one is allocated.

@@ -17,20 +17,31 @@
 
 namespace libreyolo::data {
 
-class TrainPipeline {
+// What the trainer asks of a task's training augmentation, whatever its samples: the strong
+// stage's switch and what it turns off.
+class TrainingAugmentation {
+ public:
+  virtual ~TrainingAugmentation() = default;
+  virtual void set_strong_enabled(bool enabled) = 0;
+  // What the switch turns off, for the log ("mosaic and mixup"); empty: nothing.
+  virtual std::string_view strong_stage() const = 0;
+};
+
+// Detection's.
+class TrainPipeline final : public TrainingAugmentation {
  public:
   TrainPipeline(const DetectionDataset& dataset, AugmentConfig augment, std::shared_ptr<const SamplePipeline> steps,
                 std::uint64_t seed);
 
   // The strong stage's switch (LibreYOLO's no_aug_epochs, and D-FINE's and DEIM's
   // aug_stop_epoch_ratio): mosaic and mixup, or D-FINE's photometric, zoom-out and crop, off.
-  void set_mosaic_enabled(bool enabled) { mosaic_enabled_ = enabled; }
+  void set_strong_enabled(bool enabled) override { mosaic_enabled_ = enabled; }
   bool mosaic_enabled() const { return mosaic_enabled_; }
   const AugmentConfig& config() const { return augment_; }
   const SamplePipeline& steps() const { return *steps_; }
   std::shared_ptr<const SamplePipeline> shared_steps() const { return steps_; }
   // What the switch turns off, for the log: "mosaic and mixup", ...; empty: nothing (RT-DETR's).
-  std::string_view strong_stage() const { return steps_->strong_stage(); }
+  std::string_view strong_stage() const override { return steps_->strong_stage(); }
 
   // A square image_size x image_size sample with pixel boxes. Mosaic and mixup partners are
   // drawn from `pool` (the batch being built, like Ultralytics' buffer of recent images, so

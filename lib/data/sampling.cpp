@@ -6,13 +6,13 @@
 
 namespace libreyolo::data {
 
-std::vector<double> repeat_factors(const DetectionDataset& dataset, int class_count, double alpha) {
+std::vector<double> repeat_factors(const Dataset& dataset, int class_count, double alpha) {
   const std::size_t n = dataset.size();
   std::vector<std::set<int>> classes(n);
   std::vector<double> frequency(static_cast<std::size_t>(std::max(0, class_count)), 0.0);
   for (std::size_t i = 0; i < n; ++i) {
-    for (const auto& box : dataset.record(i).boxes) {
-      if (box.cls >= 0 && box.cls < class_count) classes[i].insert(box.cls);
+    for (const int c : dataset.image_classes(i)) {
+      if (c >= 0 && c < class_count) classes[i].insert(c);
     }
     for (const int c : classes[i]) frequency[static_cast<std::size_t>(c)] += 1.0 / static_cast<double>(n);
   }

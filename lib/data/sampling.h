@@ -9,6 +9,6 @@
 
 namespace libreyolo::data {
 
-std::vector<double> repeat_factors(const DetectionDataset& dataset, int class_count, double alpha = 0.5);
+std::vector<double> repeat_factors(const Dataset& dataset, int class_count, double alpha = 0.5);
 
 }  // namespace libreyolo::data

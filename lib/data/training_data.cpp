@@ -62,9 +62,10 @@ TrainingData load_training_data(const config::Config& config, std::shared_ptr<co
   ScanResult scan = scan_split(data.spec, "train", workers);
   const AugmentConfig augment = AugmentConfig::from_config(config);
   if (const std::string ignored = steps->ignored_options(augment); !ignored.empty()) log::info("{}", ignored);
-  data.dataset = std::make_unique<DetectionDataset>(std::move(scan.images), data.spec.class_count(), augment.image_size,
+  auto dataset = std::make_unique<DetectionDataset>(std::move(scan.images), data.spec.class_count(), augment.image_size,
                                                     parse_cache_mode(config.get_text("cache")), steps->resize_rule());
-  data.pipeline = std::make_unique<TrainPipeline>(*data.dataset, augment, std::move(steps), static_cast<std::uint64_t>(config.get_int("seed")));
+  data.pipeline = std::make_unique<TrainPipeline>(*dataset, augment, std::move(steps), static_cast<std::uint64_t>(config.get_int("seed")));
+  data.dataset = std::move(dataset);
   return data;
 }
 

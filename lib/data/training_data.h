@@ -21,10 +21,17 @@ ScanResult read_split(const DatasetSpec& spec, const std::string& split, int wor
 // backgrounds, K corrupt") and one warning per skipped image.
 ScanResult scan_split(const DatasetSpec& spec, const std::string& split, int workers);
 
+// A task's training split and its augmentation (eval::Task::load_training_data); detection's
+// are a DetectionDataset and a TrainPipeline.
 struct TrainingData {
   DatasetSpec spec;
-  std::unique_ptr<DetectionDataset> dataset;
-  std::unique_ptr<TrainPipeline> pipeline;
+  std::unique_ptr<Dataset> dataset;
+  std::unique_ptr<TrainingAugmentation> pipeline;
+
+  // Detection's parts, for what only detection has (`data preview`, YOLOv5's AutoAnchor): nullptr
+  // for another task's data.
+  const DetectionDataset* detection_dataset() const { return dynamic_cast<const DetectionDataset*>(dataset.get()); }
+  const TrainPipeline* detection_pipeline() const { return dynamic_cast<const TrainPipeline*>(pipeline.get()); }
 };
 
 // The train split scanned into a dataset that resizes by `steps`' rule, and the loader's pipeline

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 namespace libreyolo::eval {
@@ -57,6 +58,23 @@ ClassifyMetrics::Macro ClassifyMetrics::macro() const {
   const at::Tensor f1 = at::where(sum > 0, 2 * precision * recall / sum.clamp_min(1e-12), zeros);
   return {precision.masked_select(present).mean().item<double>(), recall.masked_select(present).mean().item<double>(),
           f1.masked_select(present).mean().item<double>()};
+}
+
+at::Tensor ClassifyMetrics::counts() const {
+  const at::Tensor totals = at::tensor({total_, top1_correct_, top5_correct_}, at::kLong);
+  return at::cat({totals, true_positives_, predicted_, support_}).to(at::kDouble);
+}
+
+void ClassifyMetrics::set_counts(const at::Tensor& counts) {
+  const at::Tensor c = counts.to(at::kCPU, at::kDouble).round().to(at::kLong).contiguous();
+  if (c.numel() != 3 + 3 * static_cast<std::int64_t>(classes_)) throw std::invalid_argument("ClassifyMetrics::set_counts: wrong size");
+  const auto* v = c.data_ptr<std::int64_t>();
+  total_ = v[0];
+  top1_correct_ = v[1];
+  top5_correct_ = v[2];
+  true_positives_ = c.slice(0, 3, 3 + classes_).clone();
+  predicted_ = c.slice(0, 3 + classes_, 3 + 2 * classes_).clone();
+  support_ = c.slice(0, 3 + 2 * classes_).clone();
 }
 
 }  // namespace libreyolo::eval

@@ -27,6 +27,11 @@ class ClassifyMetrics {
   };
   Macro macro() const;         // zeros before any update
 
+  // Every count (total, top-1 and top-k hits, then true positives, predictions and support per
+  // class) as float64 [3 + 3 x classes], and back: a data-parallel validation sums the ranks'.
+  at::Tensor counts() const;
+  void set_counts(const at::Tensor& counts);
+
  private:
   int classes_;
   std::int64_t top1_correct_ = 0, top5_correct_ = 0, total_ = 0;

@@ -5,6 +5,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/printable.h"
+#include "data/augment/geometry.h"
 #include "data/image_io.h"
 #include "data/label_scan.h"
 #include "data/loader.h"
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <stdexcept>
 
 namespace libreyolo::eval {
 
@@ -26,6 +28,12 @@ namespace {
 
 constexpr auto kMetricNames = std::to_array<std::string_view>(
     {"metrics/mAP50-95", "metrics/mAP50", "metrics/mAP75", "metrics/precision", "metrics/recall"});
+
+// Detection's own dataset, which this task's loads give (another task's is a logic error).
+const data::DetectionDataset& boxes(const TaskTypes::Dataset& dataset) {
+  if (const auto* detection = dynamic_cast<const data::DetectionDataset*>(&dataset)) return *detection;
+  throw std::logic_error("task=detect was given another task's dataset");
+}
 
 int size_bucket(int long_side) {
   for (const int bound : {2560, 1280, 640, 320, 160}) {
@@ -74,17 +82,46 @@ class DetectionWriter final : public PredictWriter {
     return d.size(0);
   }
 
-  nlohmann::json outputs() const override { return all_; }
+  nlohmann::ordered_json outputs() const override { return all_; }
   std::string_view unit() const override { return "detections"; }
+
+  // letterbox to a stride-32 rectangle around the resized image, centred or (YOLOX, YOLOv7,
+  // RTMDet) into the square's top-left corner, or (a DETR) stretch to the square
+  cv::Mat fit(const cv::Mat& image, int size, InputPlacement& p) const override {
+    cv::Mat boxed;
+    const data::InputFit input_fit = options_.family->input_fit();
+    if (input_fit == data::InputFit::stretch) {
+      cv::resize(image, boxed, cv::Size(size, size), 0, 0, cv::INTER_LINEAR);
+      p = {.gain_x = static_cast<double>(size) / image.cols, .gain_y = static_cast<double>(size) / image.rows};
+    } else if (input_fit == data::InputFit::letterbox_top_left) {
+      const data::LetterboxResult fitted = data::fit_top_left({.image = image, .boxes = {}}, cv::Size(size, size));
+      boxed = fitted.sample.image;
+      p = {.gain_x = fitted.ratio, .gain_y = fitted.ratio};
+    } else {
+      const double gain = std::min(static_cast<double>(size) / image.cols, static_cast<double>(size) / image.rows);
+      cv::Mat resized;
+      cv::resize(image, resized, cv::Size(std::max(1, static_cast<int>(std::round(image.cols * gain))),
+                                          std::max(1, static_cast<int>(std::round(image.rows * gain)))),
+                 0, 0, gain < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
+      const int width = (resized.cols + 31) / 32 * 32, height = (resized.rows + 31) / 32 * 32;
+      const int left = (width - resized.cols) / 2, top = (height - resized.rows) / 2;
+      cv::copyMakeBorder(resized, boxed, top, height - resized.rows - top, left, width - resized.cols - left,
+                         cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
+      p = {.gain_x = gain, .gain_y = gain, .left = left, .top = top};
+    }
+    return boxed;
+  }
 
  private:
   PredictOptions options_;
-  nlohmann::json all_ = nlohmann::json::array();
+  nlohmann::ordered_json all_ = nlohmann::ordered_json::array();
 };
 
 class DetectTask final : public Task {
  public:
   std::string_view name() const override { return "detect"; }
+
+  data::DatasetSpec load_spec(const std::string& data) const override { return data::load_dataset_spec(data); }
 
   data::TrainingData load_training_data(const config::Config& config, std::shared_ptr<const data::SamplePipeline> steps) const override {
     return data::load_training_data(config, std::move(steps));
@@ -144,7 +181,7 @@ class DetectTask final : public Task {
   }
 
   std::unique_ptr<data::BatchSource> make_loader(const data::TrainingData& data, data::LoaderOptions options) const override {
-    const data::TrainPipeline* pipeline = data.pipeline.get();
+    const data::TrainPipeline* pipeline = data.detection_pipeline();
     return std::make_unique<data::Loader>(
         [pipeline](std::size_t index, int epoch, std::span<const std::size_t> batch) { return pipeline->sample(index, epoch, batch); },
         data.dataset->size(), std::move(options));
@@ -155,7 +192,7 @@ class DetectTask final : public Task {
   }
 
   std::unique_ptr<Validator> make_validator(const TaskTypes::Dataset& dataset, ValidatorOptions options) const override {
-    return std::make_unique<Validator>(dataset, std::move(options));
+    return std::make_unique<DetectionValidator>(boxes(dataset), std::move(options));
   }
   std::span<const std::string_view> metric_names() const override { return kMetricNames; }
   std::string_view default_best_metric() const override { return kMetricNames[0]; }
@@ -171,14 +208,14 @@ class DetectTask final : public Task {
   }
   int write_plots(const std::filesystem::path& dir, const Validation& validation, const std::vector<std::string>& names,
                   const TaskTypes::Dataset& dataset, int samples) const override {
-    return write_validation_plots(dir, validation, names, dataset, samples);
+    return write_validation_plots(dir, validation, names, boxes(dataset), samples);
   }
 
   std::pair<nlohmann::json, std::size_t> predictions_json(const Validation& validation, const TaskTypes::Dataset& dataset,
                                                           const data::DatasetSpec& spec) const override {
     nlohmann::json predictions = nlohmann::json::array();
     for (const auto& d : validation.detections) {
-      const auto& record = dataset.record(static_cast<std::size_t>(d.image));
+      const auto& record = boxes(dataset).record(static_cast<std::size_t>(d.image));
       // COCO JSON: its image and category ids; YOLO labels: a numeric file stem, as LibreYOLO writes it
       const std::string stem = record.image.stem().string();
       const bool numeric = !stem.empty() && stem.size() < 19 && std::all_of(stem.begin(), stem.end(), ::isdigit);

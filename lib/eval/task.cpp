@@ -11,6 +11,8 @@
 
 namespace libreyolo::eval {
 
+std::string PredictWriter::line(std::int64_t found) const { return fmt::format("{} {}", found, unit()); }
+
 double Task::metric(const Validation& validation, std::string_view name) const {
   for (const auto& [column, value] : metrics(validation)) {
     if (column == name) return value;
@@ -31,7 +33,7 @@ std::string Task::best_metric_column(std::string_view asked) const {
 }
 
 std::span<const Task* const> tasks() {
-  static const std::array<const Task*, 1> all{&detect_task()};
+  static const std::array<const Task*, 2> all{&detect_task(), &classify_task()};
   return all;
 }
 

@@ -3,8 +3,8 @@
 // its best-model metric, and what `predict` writes. The trainer, the loader, checkpoints, resume,
 // data-parallel training, CUDA graphs and the profiler ask the task of the run (task_of(config):
 // the `task=` key, LibreYOLO's and Ultralytics' name) and name none of its types but the aliases
-// below. Detection (`task=detect`) is the only task so far; a new task adds an implementation
-// beside detect_task.cpp and its name to task_named().
+// below. Detection (`task=detect`, detect_task.cpp) and classification (`task=classify`,
+// classify_task.cpp); a new task adds an implementation beside them and its entry to tasks().
 #pragma once
 
 #include "core/config.h"
@@ -33,20 +33,16 @@
 
 namespace libreyolo::eval {
 
-// The types a task's data moves in, named here once for the layers above. Detection's: its
-// dataset, an image with its boxes (a sample, which its loader, data::SampleLoader<Sample>,
-// collates), images and [N, 6] target rows (a batch), the rows padded per image for a loss
-// (targets). The loader template, the trainer and the step runner move a Batch without reading
-// its targets; a task with other labels brings its own sample type and collate (make_loader).
+// The types a task's data moves in, named here once for the layers above: a dataset (the
+// task's subclass: detection's boxes, classification's labels), a batch (images and the task's
+// target rows, which the loader template, the trainer and the step runner move without reading)
+// and the targets a loss takes (detection: boxes in padded slots; classification: a class per
+// image). Each task brings its own sample type and collate (make_loader).
 struct TaskTypes {
-  using Dataset = data::DetectionDataset;
-  using Sample = data::Sample;
+  using Dataset = data::Dataset;
   using Batch = data::Batch;
   using Targets = models::TargetBatch;
 };
-
-// A validation's metrics, by results.csv column ("metrics/mAP50-95"), in the task's column order.
-using Metrics = std::vector<std::pair<std::string, double>>;
 
 // `libreyolo data check` of one split: what training would see, as JSON and as lines for a reader.
 struct SplitCheck {
@@ -70,6 +66,7 @@ struct PredictOptions {
   double iou = 0.45;
   int max_detections = 300;
   bool save_txt = false;
+  double crop_pct = 0.875;  // classification: the centre crop's share of the resized image
 };
 
 // `predict`'s outputs, one image at a time: detection draws the boxes on a copy of the image
@@ -81,8 +78,15 @@ class PredictWriter {
   // input, placed in the image as `placement` says); returns how many it found.
   virtual std::int64_t add(const std::filesystem::path& path, const cv::Mat& image, const std::vector<at::Tensor>& maps,
                            const at::Tensor& input, const InputPlacement& placement) = 0;
-  virtual nlohmann::json outputs() const = 0;  // every output so far, for json=true
+  virtual nlohmann::ordered_json outputs() const = 0;  // every output so far, for json=true
   virtual std::string_view unit() const = 0;   // what add() counts ("detections"), for the log
+  // The log's line for the image add() took, from what it found ("12 detections"; a classifier's top-5).
+  virtual std::string line(std::int64_t found) const;
+  // After the last image: files written once (a classifier's predictions.json).
+  virtual void finish() {}
+  // The network input of `image` (decoded, BGR) at `size`, and where it lies in the image
+  // (detection: letterboxed or stretched as the family validates; classification: the centre crop).
+  virtual cv::Mat fit(const cv::Mat& image, int size, InputPlacement& placement) const = 0;
 };
 
 class Task {
@@ -90,8 +94,10 @@ class Task {
   virtual ~Task() = default;
   virtual std::string_view name() const = 0;  // the task= value; checkpoints record it
 
-  // Data. The training split, read with the family's sample pipeline (data::load_training_data's
+  // Data. What `data=` names (detection: a data YAML or built-in name; classification: an
+  // ImageFolder root or a YAML naming one), then the training split, read with the family's sample pipeline (data::load_training_data's
   // form), and another split for validation at the training split's size and resize rule.
+  virtual data::DatasetSpec load_spec(const std::string& data) const = 0;
   virtual data::TrainingData load_training_data(const config::Config& config,
                                                 std::shared_ptr<const data::SamplePipeline> steps) const = 0;
   virtual std::unique_ptr<TaskTypes::Dataset> load_split(const data::DatasetSpec& spec, const std::string& split, int workers,
@@ -101,6 +107,9 @@ class Task {
   // The training batches: the task's loader over `data` (its samples, from the family's pipeline,
   // and its collate: data::SampleLoader over the task's sample type).
   virtual std::unique_ptr<data::BatchSource> make_loader(const data::TrainingData& data, data::LoaderOptions options) const = 0;
+  // Whether an epoch drops its last, incomplete batch when the split holds at least one batch
+  // (libreyolo 1.6.0's classification loader: drop_last, so an epoch is floor(N / batch) steps).
+  virtual bool drops_incomplete_batch() const { return false; }
   // A batch's targets as the loss takes them, on `device`. `input`: the network input [B, 3, H, W]
   // the batch became (detection: boxes in its pixels); `slots`: the fixed label slots per image a
   // captured loss was built for (max_labels under cuda_graph_scope=loss and up; 0: as many as needed).
@@ -141,6 +150,7 @@ const Task& task_named(std::string_view name);
 // Every task, in the order `task=` lists them (task.cpp), and each one's (its own file).
 std::span<const Task* const> tasks();
 const Task& detect_task();
+const Task& classify_task();
 // UsageError where the model (a checkpoint: models::LoadedModel::task) was trained for another
 // task than the run's.
 void check_model_task(std::string_view model_task, const Task& task, std::string_view model);

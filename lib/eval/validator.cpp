@@ -36,7 +36,7 @@ std::vector<at::Tensor> detect(const std::vector<at::Tensor>& maps, const models
   return non_max_suppression(decoded.boxes.cpu(), decoded.class_scores.cpu(), options);
 }
 
-Validator::Validator(const data::DetectionDataset& dataset, ValidatorOptions options)
+DetectionValidator::DetectionValidator(const data::DetectionDataset& dataset, ValidatorOptions options)
     : dataset_(dataset), options_(std::move(options)) {
   std::vector<data::ImageRecord> records;
   for (std::size_t i = 0; i < dataset_.size(); ++i) records.push_back(dataset_.record(i));
@@ -118,8 +118,8 @@ std::vector<CocoBox> detections_in_plan_order(const at::Tensor& gathered) {
 
 }  // namespace
 
-Validation Validator::run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward,
-                          const ValidationLoss* loss) const {
+Validation DetectionValidator::run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward,
+                                   const ValidationLoss* loss) const {
   const auto start = std::chrono::steady_clock::now();
   const auto& plan = plan_;
   Validation out;

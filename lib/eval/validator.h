@@ -37,6 +37,7 @@ struct ValidatorOptions {
   int coco_max_detections = 100;  // COCO maxDets cap of the metric (eval_max_det)
   int workers = 2;
   c10::Device device = c10::kCPU;
+  double crop_pct = 0.875;  // classification: the centre crop's share of the resized image
 };
 
 // val_loss: the family's training loss on the validation batches. `forward_raw` gives the
@@ -58,24 +59,41 @@ struct DistributedValidation {
   std::function<void(at::Tensor&)> sum;
 };
 
+// A validation's metrics, by results.csv column ("metrics/mAP50-95"), in the task's column order.
+using Metrics = std::vector<std::pair<std::string, double>>;
+
 struct Validation {
+  // detection's: COCO mAP, P and R, the detections
   CocoResult coco;  // pycocotools' mAP
   PrMetrics pr;     // Ultralytics' P and R (at the confidence of the best mean F1) and curves
   std::vector<std::pair<std::string, double>> losses;  // with val_loss: "loss" then the parts, batch means
   std::vector<CocoBox> detections;  // original pixels; image = dataset index
+  // a task whose validator computes its metrics/* columns itself (classification: top-1, ...)
+  Metrics computed;
   std::int64_t images = 0, instances = 0;
   double seconds = 0;
 };
 
+// A task's validator (eval::Task::make_validator): the model over a split, its metrics.
 class Validator {
  public:
-  Validator(const data::DetectionDataset& dataset, ValidatorOptions options);
+  virtual ~Validator() = default;
   // `forward` runs the model (already in eval mode) on a network input.
   // With `loss`, the model runs through loss->forward_raw instead and the losses are averaged.
+  virtual Validation run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward,
+                         const ValidationLoss* loss = nullptr) const = 0;
+  virtual const data::Dataset& dataset() const = 0;
+  virtual void distribute(DistributedValidation distributed) = 0;
+};
+
+// Detection's.
+class DetectionValidator final : public Validator {
+ public:
+  DetectionValidator(const data::DetectionDataset& dataset, ValidatorOptions options);
   Validation run(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& forward,
-                 const ValidationLoss* loss = nullptr) const;
-  const data::DetectionDataset& dataset() const { return dataset_; }
-  void distribute(DistributedValidation distributed) { distributed_ = std::move(distributed); }
+                 const ValidationLoss* loss = nullptr) const override;
+  const data::Dataset& dataset() const override { return dataset_; }
+  void distribute(DistributedValidation distributed) override { distributed_ = std::move(distributed); }
 
  private:
   const data::DetectionDataset& dataset_;

@@ -405,7 +405,10 @@ LoadedModel load_model(const std::string& spec, int class_count, std::optional<C
   if (!name.is_file) {
     // LibreYOLO builds a named YOLOv9 at COCO geometry and replaces only the last class
     // convolutions for another nc, so its class towers keep the 80-class width.
-    if (!name.family.empty()) loaded.class_hidden = family(name.family).named_class_hidden(name.size);
+    if (!name.family.empty()) {
+      loaded.class_hidden = family(name.family).named_class_hidden(name.size);
+      loaded.task = std::string(family(name.family).task());
+    }
     loaded.model = build_model(name, class_count, loaded.class_hidden);
     loaded.name = name;
     loaded.class_count = class_count;

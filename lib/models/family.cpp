@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 namespace libreyolo::models {
 
 const Family& family(std::string_view name) {
@@ -64,8 +66,14 @@ std::vector<config::OptionDefault> recipe_defaults(const Family& family, const s
     const config::OptionSpec* merged = config::find_option(table, key.name);
     if (merged->default_value != key.default_value) defaults.push_back({key.name, key.default_value});
   }
+  // the model's task is implied (task=classify for a classifier)
+  if (family.task() != config::find_option(table, "task")->default_value) defaults.push_back({"task", family.task()});
   for (auto& entry : family.option_defaults(size)) defaults.push_back(entry);
   return defaults;
+}
+
+Decoded Family::decode(const std::vector<at::Tensor>&) const {
+  throw std::logic_error(fmt::format("{} models have no boxes to decode (task={})", name(), task()));
 }
 
 std::vector<config::FamilyDefaults> family_defaults_table() {

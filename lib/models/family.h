@@ -84,6 +84,11 @@ class Family {
   virtual std::string_view name() const = 0;
   virtual std::string_view weights_prefix() const = 0;
   virtual std::vector<std::string> sizes() const = 0;
+  // What follows the size in LibreYOLO's weight-file name: "-cls" for its classifiers
+  // (LibreResNet18-cls.pt), none for the detectors.
+  virtual std::string_view weights_suffix() const { return {}; }
+  // The task its models do (eval::Task's name): what `task=` defaults to for them.
+  virtual std::string_view task() const { return "detect"; }
 
   // `class_hidden`: YOLOv9's class-tower width (0 = the head formula's); others ignore it.
   // `fine_tune`: the form the family trains from weights in (fine_tune_form), else from scratch.
@@ -123,7 +128,9 @@ class Family {
 
   // The network input from the loader's uint8 RGB [B, 3, H, W], float32 on `device`.
   virtual at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const = 0;
-  virtual Decoded decode(const std::vector<at::Tensor>& maps) const = 0;
+  // A detector's maps as boxes and class scores (decode + NMS); a family without boxes (a
+  // classifier) has none, and the default says so.
+  virtual Decoded decode(const std::vector<at::Tensor>& maps) const;
   // The eval-mode maps from the training-shaped ones (YOLOX: objectness and classes sigmoided).
   virtual std::vector<at::Tensor> eval_maps(std::vector<at::Tensor> raw) const { return raw; }
 
@@ -162,7 +169,8 @@ class Family {
   // the warm-up, the losses of a window add up and weight_decay scales by batch x accumulate / nbs.
   // false: LibreYOLO's fixed windows of round(nbs / batch), each loss divided by the window.
   virtual bool ramps_nominal_batch() const { return false; }
-  // The training sample pipeline the family composes (data/sample_pipeline.h): its augmentations.
+  // The training sample pipeline the family composes (data/sample_pipeline.h): its detection
+  // augmentations. nullptr: the family's task augments its samples itself (classification).
   virtual std::shared_ptr<const data::SamplePipeline> sample_pipeline() const = 0;
   // multi_scale's batch sizes where the family's reference draws them from a list (D-FINE's and
   // DEIM's: multiples of 32 within 25% of imgsz, imgsz itself repeated), until the strong

@@ -64,7 +64,7 @@ std::string model_names() { return known_names(); }
 
 std::string ModelName::weights_name() const {
   for (const Family* entry : families()) {
-    if (entry->name() == family) return fmt::format("{}{}.pt", entry->weights_prefix(), size);
+    if (entry->name() == family) return fmt::format("{}{}{}.pt", entry->weights_prefix(), size, entry->weights_suffix());
   }
   return {};
 }
@@ -77,10 +77,12 @@ ModelName parse_model_name(std::string_view name) {
     result.is_file = true;
     const std::string stem = std::filesystem::path(name).stem().string();
     for (const Family* family : longest_name_first()) {
-      const std::string_view prefix = family->weights_prefix();
-      if (stem.starts_with(prefix) && has_size(*family, std::string_view(stem).substr(prefix.size()))) {
+      const std::string_view prefix = family->weights_prefix(), suffix = family->weights_suffix();
+      if (!stem.starts_with(prefix) || !std::string_view(stem).substr(prefix.size()).ends_with(suffix)) continue;
+      const std::string size = stem.substr(prefix.size(), stem.size() - prefix.size() - suffix.size());
+      if (has_size(*family, size)) {
         result.family = std::string(family->name());
-        result.size = stem.substr(prefix.size());
+        result.size = size;
         break;
       }
     }

@@ -4,27 +4,41 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
 namespace libreyolo::models {
 
+namespace {
+
+// Each part through `f`, an undefined part left undefined.
+template <class F>
+TargetBatch each_part(const TargetBatch& batch, F f) {
+  const auto apply = [&](const at::Tensor& t) { return t.defined() ? f(t) : at::Tensor(); };
+  return {apply(batch.classes), apply(batch.boxes_xyxy), apply(batch.boxes_cxcywh), apply(batch.valid)};
+}
+
+}  // namespace
+
 TargetBatch TargetBatch::to(const at::Device& device) const {
-  if (!device.is_cuda()) return {classes.to(device), boxes_xyxy.to(device), boxes_cxcywh.to(device), valid.to(device)};
+  if (!device.is_cuda()) return each_part(*this, [&](const at::Tensor& t) { return t.to(device); });
   // A copy from pageable memory synchronises the stream (the step would wait for the GPU at every
   // batch); from pinned memory it is queued. The caching host allocator keeps each pinned block
   // until the copy that reads it has run.
-  const auto queue = [&](const at::Tensor& t) { return t.pin_memory().to(device, /*non_blocking=*/true); };
-  return {queue(classes), queue(boxes_xyxy), queue(boxes_cxcywh), queue(valid)};
+  return each_part(*this, [&](const at::Tensor& t) { return t.pin_memory().to(device, /*non_blocking=*/true); });
 }
 
-TargetBatch TargetBatch::clone() const { return {classes.clone(), boxes_xyxy.clone(), boxes_cxcywh.clone(), valid.clone()}; }
+TargetBatch TargetBatch::clone() const {
+  return each_part(*this, [](const at::Tensor& t) { return t.clone(); });
+}
 
 void TargetBatch::copy_(const TargetBatch& other) {
-  classes.copy_(other.classes);
-  boxes_xyxy.copy_(other.boxes_xyxy);
-  boxes_cxcywh.copy_(other.boxes_cxcywh);
-  valid.copy_(other.valid);
+  for (auto [to, from] : {std::pair{&classes, &other.classes}, std::pair{&boxes_xyxy, &other.boxes_xyxy},
+                          std::pair{&boxes_cxcywh, &other.boxes_cxcywh}, std::pair{&valid, &other.valid}}) {
+    if (to->defined() != from->defined()) throw std::invalid_argument("TargetBatch::copy_: a part defined in one batch only");
+    if (to->defined()) to->copy_(*from);
+  }
 }
 
 TargetBatch pad_targets(const at::Tensor& targets_in, std::int64_t batch_size, std::int64_t width, std::int64_t height,

@@ -1,6 +1,7 @@
-// Ground truth of a batch in the padded layout both assigners take: the loader's [N, 6] rows
-// (image index, class, cx, cy, w, h normalised) become per-image slots [B, G] with a validity
-// mask, G = the most boxes any image has. Built on the host from the loader's CPU tensor (so
+// Ground truth of a batch as a loss takes it. Detection: the padded layout the assigners take,
+// the loader's [N, 6] rows (image index, class, cx, cy, w, h normalised) as per-image slots
+// [B, G] with a validity mask, G = the most boxes any image has. Classification: one class per
+// image ([B] int64), or soft labels [B, C] float (MixUp/CutMix), and no boxes. Built on the host from the loader's CPU tensor (so
 // finding G syncs nothing), then moved to the training device in one copy each (queued from
 // pinned memory on a GPU: no stream sync).
 #pragma once
@@ -8,20 +9,29 @@
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <utility>
 
 namespace libreyolo::models {
 
 struct TargetBatch {
-  at::Tensor classes;      // [B, G] int64, 0 in empty slots
-  at::Tensor boxes_xyxy;   // [B, G, 4] float, input pixels
-  at::Tensor boxes_cxcywh; // [B, G, 4] float, input pixels
-  at::Tensor valid;        // [B, G] bool
+  at::Tensor classes;      // detection: [B, G] int64, 0 in empty slots; classification: [B] int64 or [B, C] float
+  at::Tensor boxes_xyxy;   // [B, G, 4] float, input pixels (detection)
+  at::Tensor boxes_cxcywh; // [B, G, 4] float, input pixels (detection)
+  at::Tensor valid;        // [B, G] bool (detection)
 
-  std::int64_t batch_size() const { return valid.size(0); }
-  std::int64_t slots() const { return valid.size(1); }
+  // A classification batch's: its classes, no boxes.
+  static TargetBatch of_classes(at::Tensor classes) {
+    TargetBatch batch;
+    batch.classes = std::move(classes);
+    return batch;
+  }
+
+  std::int64_t batch_size() const { return classes.size(0); }
+  std::int64_t slots() const { return valid.defined() ? valid.size(1) : 0; }  // 0: no boxes (classification)
   TargetBatch to(const at::Device& device) const;  // CUDA: pinned and non_blocking
   // A captured loss reads static tensors: a copy of every part, and a refill in place from a
-  // batch of the same shapes (what the step runner does without naming the parts).
+  // batch of the same shapes (what the step runner does without naming the parts). Parts a task
+  // leaves undefined stay undefined.
   TargetBatch clone() const;
   void copy_(const TargetBatch& other);
 };

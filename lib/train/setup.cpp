@@ -258,7 +258,8 @@ std::unique_ptr<Training> set_up_training(const config::Config& config, TrainSta
                                                 .confidence = t->net.family->validation_confidence(), .iou = 0.65,
                                                 .max_detections = static_cast<int>(config.get_int("max_det")),
                                                 .coco_max_detections = config.is_none("eval_max_det") ? 100 : static_cast<int>(config.get_int("eval_max_det")),
-                                                .workers = std::max(1, t->place.workers), .device = t->place.device});
+                                                .workers = std::max(1, t->place.workers), .device = t->place.device,
+                                                .crop_pct = config.get_real("crop_pct")});
     if (dist) {  // each rank validates every world-th batch; the detections are gathered
       t->validator->distribute({.shard = dist->rank(), .shards = dist->world_size(),
                                 .gather_rows = [dist](const at::Tensor& rows) { return dist->gather_rows(rows); },

@@ -42,6 +42,9 @@ void set_up_data(const config::Config& config, const eval::Task& task, const Pla
   data::LoaderOptions options{.batch_size = place.batch_size, .workers = place.workers, .shuffle = true, .seed = place.seed,
                               .rank = place.rank(), .world_size = place.world_size(), .pin_memory = place.device.is_cuda()};
   set_up_sampling(config, *inputs.data.dataset, inputs.class_count, options);
+  options.drop_last = task.drops_incomplete_batch() &&
+                      std::max(inputs.data.dataset->size(), options.samples_per_epoch) / static_cast<std::size_t>(place.world_size()) >=
+                          static_cast<std::size_t>(place.batch_size);
   inputs.loader = task.make_loader(inputs.data, std::move(options));
 }
 

@@ -100,8 +100,8 @@ void set_up_model(const config::Config& config, const Placement& place, const In
     models::load_state_dict(*model.module, std::map<std::string, at::Tensor>(train_weights.begin(), train_weights.end()), true);
   }
   net.frozen = freeze_layers(*model.module, config.get_text("freeze"), net.family->freeze_groups(net.use_branch));
-  if (!place.resume) {
-    const std::string fitted = net.family->fit_to_labels(*model.module, *inputs.data.dataset, inputs.image_size, config);
+  if (const auto* boxes = inputs.data.detection_dataset(); boxes && !place.resume) {
+    const std::string fitted = net.family->fit_to_labels(*model.module, *boxes, inputs.image_size, config);
     if (!fitted.empty()) log::info("{}", fitted);
   }
   model.module->to(place.device);

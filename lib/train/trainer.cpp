@@ -81,8 +81,8 @@ void Trainer::begin_epoch() {
   const int epoch = state_.epoch;
   const int stop = t_.inputs.augmentation_stop_epoch;
   const bool close_mosaic = epoch >= stop;
-  data::TrainPipeline& pipeline = *t_.inputs.data.pipeline;
-  pipeline.set_mosaic_enabled(!close_mosaic);
+  data::TrainingAugmentation& pipeline = *t_.inputs.data.pipeline;
+  pipeline.set_strong_enabled(!close_mosaic);
   if (close_mosaic) {
     const std::string loss_change = t_.net.loss->close_augmentation();
     if (epoch == stop && !pipeline.strong_stage().empty()) {

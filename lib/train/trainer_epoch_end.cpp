@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace libreyolo::train::loop {
@@ -37,9 +38,12 @@ bool Trainer::take_validation(const eval::Validation& validation) {
   const bool is_best = std::isfinite(metric) && (state_.best_epoch == 0 || metric > state_.best_metric);
   if (is_best) {
     state_.best_metric = metric;
-    // LibreYOLO's checkpoint keys best_mAP50 / best_mAP50_95 (NaN for a task without those columns)
+    // LibreYOLO's checkpoint keys best_mAP50 / best_mAP50_95; a task without those columns
+    // (classification) writes its best metric in both, as LibreYOLO's trainer maps them
     state_.best_map50 = t_.task->metric(validation, "metrics/mAP50");
     state_.best_map50_95 = t_.task->metric(validation, "metrics/mAP50-95");
+    if (std::isnan(state_.best_map50)) state_.best_map50 = metric;
+    if (std::isnan(state_.best_map50_95)) state_.best_map50_95 = metric;
     state_.best_epoch = state_.epoch + 1;
   }
   const std::string table = t_.task->table(validation, t_.inputs.data.spec.names);
@@ -149,7 +153,12 @@ TrainOutcome Trainer::finish() {
     record_.status("completed", state_.epoch, 0);
     log::info("Training complete: {} epochs in {:.3f}h", state_.epoch, record_.elapsed() / 3600);
     if (state_.best_epoch) {
-      log::info("Best mAP50: {:.4f}, mAP50-95: {:.4f} (epoch {})", state_.best_map50, state_.best_map50_95, state_.best_epoch);
+      const auto columns = t_.task->metric_names();
+      if (std::find(columns.begin(), columns.end(), "metrics/mAP50") != columns.end()) {
+        log::info("Best mAP50: {:.4f}, mAP50-95: {:.4f} (epoch {})", state_.best_map50, state_.best_map50_95, state_.best_epoch);
+      } else {
+        log::info("Best {}: {:.4f} (epoch {})", state_.metric_name, state_.best_metric, state_.best_epoch);
+      }
     }
     log::info("Weights: {}", record_.weights_dir().string());
   }

@@ -192,8 +192,8 @@ bool check_distributed_validation(dist::Group& group, int r) {
   model.module->eval();
   const eval::ValidatorOptions options{.family = &models::family("yolo9"), .batch_size = 3, .image_size = 64, .confidence = 0.0, .workers = 1};
   const auto forward = [&](const at::Tensor& x) { return model.forward(x); };
-  const eval::Validation one = eval::Validator(dataset, options).run(forward);
-  eval::Validator sharded(dataset, options);
+  const eval::Validation one = eval::DetectionValidator(dataset, options).run(forward);
+  eval::DetectionValidator sharded(dataset, options);
   dist::GroupCollectives collectives(group, c10::kCPU);
   sharded.distribute({.shard = r, .shards = group.world_size(),
                       .gather_rows = [&](const at::Tensor& rows) { return collectives.gather_rows(rows); },

@@ -74,7 +74,7 @@ bool run_case(const Tensors& io, const std::string& name) {
   const at::Tensor labels = io.at(name + ".labels");
   bool ok = true;
   for (const auto& entry : built()) {
-    const data::DetectionDataset& dataset = *entry->data.dataset;
+    const data::DetectionDataset& dataset = *entry->data.detection_dataset();
     std::size_t index = dataset.size();
     for (std::size_t i = 0; i < dataset.size(); ++i) {
       if (dataset.record(i).image.filename() == file) index = i;
@@ -83,7 +83,7 @@ bool run_case(const Tensors& io, const std::string& name) {
       fmt::print("{} {}: not in our dataset: MISMATCH\n", name, file);
       return false;
     }
-    const auto [train_pixel, train_box] = compare(entry->data.pipeline->sample(index, 0), image, labels);
+    const auto [train_pixel, train_box] = compare(entry->data.detection_pipeline()->sample(index, 0), image, labels);
     const data::ValSample val = data::fit_for_validation(dataset, index, cv::Size(320, 320), entry->family->input_fit());
     const auto [val_pixel, val_box] = compare(val.sample, image, labels);
     const bool same = train_pixel == 0 && train_box < 1e-3 && val_pixel == 0 && val_box < 1e-3;

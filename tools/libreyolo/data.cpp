@@ -34,7 +34,7 @@ int run_data_check(const Arguments& arguments) {
   if (config.get_text("data").empty()) {
     throw UsageError("data= is required: libreyolo data check data=my_data.yaml (or coco8, coco128, coco)");
   }
-  const auto spec = data::load_dataset_spec(config.get_text("data"));
+  const auto spec = eval::task_of(config).load_spec(config.get_text("data"));
   nlohmann::json out = {{"yaml", spec.yaml_file.string()}, {"root", spec.root.string()}, {"nc", spec.class_count()}};
   bool any_image = false;
   const eval::Task& task = eval::task_of(config);
@@ -79,14 +79,16 @@ int run_data_synth(const Arguments& arguments) {
 int run_data_preview(const Arguments& arguments) {
   const auto config = data_config(arguments);
   if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data preview data=... out=preview.jpg");
-  const auto training = data::load_training_data(config, models::family_of(config).sample_pipeline());
+  const auto training = eval::task_of(config).load_training_data(config, models::family_of(config).sample_pipeline());
+  const data::TrainPipeline* pipeline = training.detection_pipeline();
+  if (!pipeline) throw UsageError(fmt::format("libreyolo data preview draws detection samples; task={} has none yet", config.get_text("task")));
   const int count = static_cast<int>(std::min<std::int64_t>(config.get_int("preview_images"),
                                                             static_cast<std::int64_t>(training.dataset->size())));
   std::vector<cv::Mat> drawn;
   for (int i = 0; i < count; ++i) {
-    drawn.push_back(data::draw_sample(training.pipeline->sample(static_cast<std::size_t>(i), 0), training.spec.names));
+    drawn.push_back(data::draw_sample(pipeline->sample(static_cast<std::size_t>(i), 0), training.spec.names));
   }
-  const cv::Mat grid = data::tile_grid(drawn, std::min(training.pipeline->config().image_size, 480));
+  const cv::Mat grid = data::tile_grid(drawn, std::min(pipeline->config().image_size, 480));
   const std::string out = config.get_text("out").empty() ? "runs/data/preview.jpg" : config.get_text("out");
   std::string extension = std::filesystem::path(out).extension().string();
   if (extension.empty()) extension = ".jpg";
@@ -95,7 +97,7 @@ int run_data_preview(const Arguments& arguments) {
     throw UsageError(fmt::format("out={}: cannot write '{}' images; use .jpg{}", out, extension, data::reads_all_formats() ? " or .png" : ""));
   }
   write_file_atomically(out, std::string_view(reinterpret_cast<const char*>(encoded.data()), encoded.size()));
-  log::info("{} augmented samples ({} pipeline) written to {}", count, training.pipeline->steps().name(), out);
+  log::info("{} augmented samples ({} pipeline) written to {}", count, pipeline->steps().name(), out);
   return 0;
 }
 

@@ -49,8 +49,11 @@ int run_data_bench(const Arguments& arguments) {
   log::set_quiet(config.get_bool("quiet"));
   if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data bench data=coco128");
   const auto training = eval::task_of(config).load_training_data(config, models::family_of(config).sample_pipeline());
-  const auto& dataset = *training.dataset;
-  const auto& pipeline = *training.pipeline;
+  if (!training.detection_pipeline()) {
+    throw UsageError(fmt::format("libreyolo data bench measures detection's pipeline; task={} has none yet", config.get_text("task")));
+  }
+  const auto& dataset = *training.detection_dataset();
+  const auto& pipeline = *training.detection_pipeline();
   const int batch = static_cast<int>(std::max<std::int64_t>(1, config.get_int("batch")));
   const int workers = static_cast<int>(config.get_int("workers"));
   const int timed_batches = static_cast<int>(config.get_int("bench_batches"));

@@ -48,7 +48,7 @@ int run_predict(const Arguments& arguments) {
   const c10::Device device = train::resolve_device(config.get_text("device"));
   model.module->to(device);
   model.module->eval();
-  const int size = config.source("imgsz") == config::Source::table_default && loaded.image_size > 0
+  const int size = !config.user_provided("imgsz") && loaded.image_size > 0
                        ? loaded.image_size : config.get_image_size("imgsz").height;
   const double conf = config.is_none("conf") ? 0.25 : config.get_real("conf");
   const double iou = config.is_none("iou") ? 0.45 : config.get_real("iou");
@@ -57,7 +57,8 @@ int run_predict(const Arguments& arguments) {
   const auto run_dir = create_run_dir(project, config.get_text("name"), config.get_bool("exist_ok"));
   const auto writer = task.make_predict_writer({.run_dir = run_dir, .names = names, .family = &family, .confidence = conf,
                                                 .iou = iou, .max_detections = static_cast<int>(config.get_int("max_det")),
-                                                .save_txt = config.get_bool("save_txt")});
+                                                .save_txt = config.get_bool("save_txt"),
+                                                .crop_pct = config.get_real("crop_pct")});
   at::NoGradGuard no_grad;
   std::int64_t total = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -77,39 +78,16 @@ int run_predict(const Arguments& arguments) {
       skip(error);
       continue;
     }
-    // letterbox to a stride-32 rectangle around the resized image, into the square's top-left
-    // corner (YOLOX, YOLOv7, RTMDet), or (a DETR) stretch to the square
-    double gain_x = 1, gain_y = 1;
-    int left = 0, top = 0;
-    cv::Mat boxed;
-    if (family.input_fit() == data::InputFit::stretch) {
-      cv::resize(image, boxed, cv::Size(size, size), 0, 0, cv::INTER_LINEAR);
-      gain_x = static_cast<double>(size) / image.cols;
-      gain_y = static_cast<double>(size) / image.rows;
-    } else if (family.input_fit() == data::InputFit::letterbox_top_left) {
-      const data::LetterboxResult fitted = data::fit_top_left({.image = image, .boxes = {}}, cv::Size(size, size));
-      boxed = fitted.sample.image;
-      gain_x = gain_y = fitted.ratio;
-    } else {
-      const double gain = std::min(static_cast<double>(size) / image.cols, static_cast<double>(size) / image.rows);
-      cv::Mat resized;
-      cv::resize(image, resized, cv::Size(std::max(1, static_cast<int>(std::round(image.cols * gain))),
-                                          std::max(1, static_cast<int>(std::round(image.rows * gain)))),
-                 0, 0, gain < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
-      const int width = (resized.cols + 31) / 32 * 32, height = (resized.rows + 31) / 32 * 32;
-      left = (width - resized.cols) / 2;
-      top = (height - resized.rows) / 2;
-      cv::copyMakeBorder(resized, boxed, top, height - resized.rows - top, left, width - resized.cols - left,
-                         cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
-      gain_x = gain_y = gain;
-    }
+    eval::InputPlacement placement;
+    const cv::Mat boxed = writer->fit(image, size, placement);
     at::Tensor input = at::from_blob(boxed.data, {1, boxed.rows, boxed.cols, 3}, at::kByte).permute({0, 3, 1, 2}).flip(1).contiguous();
     const at::Tensor network_input = family.network_input(input, device);
     const auto maps = model.forward(network_input);
-    const std::int64_t found = writer->add(path, image, maps, network_input, {.gain_x = gain_x, .gain_y = gain_y, .left = left, .top = top});
+    const std::int64_t found = writer->add(path, image, maps, network_input, placement);
     total += found;
-    log::info("{}: {} {}", path.filename().string(), found, writer->unit());
+    log::info("{}: {}", path.filename().string(), writer->line(found));
   }
+  writer->finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (skipped.size() == images.size()) {
     throw DataError(fmt::format("source={}: none of the {} images could be read (the first: {})", source, images.size(), skipped.front()));
@@ -117,7 +95,7 @@ int run_predict(const Arguments& arguments) {
   log::info("{} images, {} {} in {:.2f}s; results saved to {}{}", images.size() - skipped.size(), total, writer->unit(), seconds,
             run_dir.string(), skipped.empty() ? "" : fmt::format(" ({} unreadable skipped)", skipped.size()));
   if (config.get_bool("json")) {
-    fmt::print("{}\n", nlohmann::json{{"save_dir", run_dir.string()}, {std::string(writer->unit()), writer->outputs()}, {"skipped", skipped}}.dump());
+    fmt::print("{}\n", nlohmann::ordered_json{{"save_dir", run_dir.string()}, {std::string(writer->unit()), writer->outputs()}, {"skipped", skipped}}.dump());
   }
   return 0;
 }

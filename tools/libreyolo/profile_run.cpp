@@ -1,6 +1,9 @@
 #include "profile_run.h"
 
 #include "commands.h"
+#include "eval/task.h"
+#include "models/checkpoint.h"
+#include "models/family.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -19,11 +22,13 @@ namespace libreyolo::cli {
 namespace fs = std::filesystem;
 
 int run_profile_trials(const ProfileRunOptions& o, bool json) {
-  (void)data::load_dataset_spec(o.data);  // a wrong data= fails before any folder is made
   // Under torchrun or srun every rank runs this command; only rank 0 reads and prints the profile.
   const bool main_process = dist::resolve_launch_env(dist::process_environment()).rank == 0;
   const std::string model =
       o.model.empty() ? fmt::format("{}-{}", profile_family().name(), o.size.empty() ? profile_family().sizes().front() : o.size) : o.model;
+  // a wrong data= fails before any folder is made
+  const models::ModelName named = models::identify_model(model);
+  (void)eval::task_named(named.family.empty() ? "detect" : models::family(named.family).task()).load_spec(o.data);
   std::vector<nlohmann::ordered_json> trials;
   std::vector<std::string> paths;
   for (int trial = 1; trial <= o.repeat; ++trial) {

@@ -4,6 +4,7 @@
 #include "core/config.h"
 #include "models/family.h"
 #include "models/checkpoint.h"
+#include "eval/task.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/option_help.h"
@@ -328,7 +329,7 @@ int run_train(const Arguments& arguments) {
     return 0;
   }
   // A wrong data=, batch= or device= fails here, before a run folder is made or a process started.
-  (void)data::load_dataset_spec(config.get_text("data"));
+  (void)eval::task_of(config).load_spec(config.get_text("data"));
   (void)train::per_rank_batch(static_cast<int>(config.get_int("batch")), 1);
   check_input_size(config);
   if (!env.distributed() && local_processes(config) <= 1) (void)train::resolve_device(config.get_text("device"), std::nullopt);

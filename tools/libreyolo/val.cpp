@@ -49,7 +49,8 @@ int run_val(const Arguments& arguments) {
     log::info("data={} (the checkpoint's training data; give data= to validate on another)", data);
   }
   if (data.empty()) throw UsageError("data= is required: libreyolo val model=best.pt data=coco128");
-  auto spec = data::load_dataset_spec(data);
+  const eval::Task& task = eval::task_of(config);
+  auto spec = task.load_spec(data);
   // a model trained with single_cls=true predicts one class: LibreYOLO's validator merges the
   // dataset's classes for it too
   const bool trained_single_class = trained.contains("single_cls") && trained.at("single_cls") == "true";
@@ -70,13 +71,13 @@ int run_val(const Arguments& arguments) {
                                                 "for a model that predicts the dataset's classes)"
                                               : ""));
   }
-  const eval::Task& task = eval::task_of(config);
   eval::check_model_task(loaded.task, task, config.get_text("model"));
-  const int image_size = config.source("imgsz") == config::Source::table_default && loaded.image_size > 0
+  const int image_size = !config.user_provided("imgsz") && loaded.image_size > 0
                              ? loaded.image_size : config.get_image_size("imgsz").height;
   const models::Family& family = models::family(loaded.name.family);
   const auto dataset_owner = task.load_split(spec, split, static_cast<int>(config.get_int("workers")), image_size,
-                                             data::CacheMode::none, family.sample_pipeline()->resize_rule());
+                                             data::CacheMode::none,
+                                             family.sample_pipeline() ? family.sample_pipeline()->resize_rule() : data::ResizeRule::round_up);
   const auto& dataset = *dataset_owner;
   const c10::Device device = train::resolve_device(config.get_text("device"));
   train::log_ignored_keys(config);
@@ -90,7 +91,8 @@ int run_val(const Arguments& arguments) {
                                             .max_detections = static_cast<int>(config.get_int("max_det")),
                                             .coco_max_detections = config.is_none("eval_max_det") ? 100 : static_cast<int>(config.get_int("eval_max_det")),
                                             .workers = static_cast<int>(std::max<std::int64_t>(1, config.get_int("workers"))),
-                                            .device = device});
+                                            .device = device,
+                                            .crop_pct = config.get_real("crop_pct")});
   const auto result = validator->run([&](const at::Tensor& x) { return loaded.model.forward(x); });
   if (!config.get_bool("quiet")) fmt::print(stderr, "{}", task.table(result, spec.names));
   log::info("Speed: {:.1f} ms per image ({} images in {:.1f}s)", 1000 * result.seconds / std::max<std::int64_t>(1, result.images),
@@ -101,7 +103,7 @@ int run_val(const Arguments& arguments) {
                                 {"images", result.images},
                                 {"instances", result.instances}};
   for (const auto& [column, value] : task.metrics(result)) out[column] = value;
-  out["stats"] = result.coco.stats;  // COCOeval's twelve (detection's)
+  if (result.computed.empty()) out["stats"] = result.coco.stats;  // COCOeval's twelve (detection's)
   std::filesystem::path run_dir;
   if (config.get_bool("save_json") || config.get_bool("save_plots")) {
     const std::string project = config.source("project") == config::Source::table_default ? "runs/val" : config.get_text("project");

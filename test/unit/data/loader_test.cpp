@@ -148,7 +148,7 @@ TEST_CASE("D-FINE's and DEIM's pipeline: the strong stage on images with boxes w
     };
     int changed = 0;
     for (const bool strong : {true, false}) {
-      pipeline.set_mosaic_enabled(strong);
+      pipeline.set_strong_enabled(strong);
       for (std::size_t i = 0; i < dataset.size(); ++i) {
         const Sample expected = plain(i);
         for (int epoch = 0; epoch < 3; ++epoch) {
@@ -313,7 +313,7 @@ TEST_CASE("no_aug switch: with mosaic off and no jitter a sample is the letterbo
   augment.scale_low = augment.scale_high = 1.0;
   TrainPipeline pipeline(dataset, augment, steps_of("yolo9"), 1);
   const Sample with_mosaic = pipeline.sample(3, 0);
-  pipeline.set_mosaic_enabled(false);
+  pipeline.set_strong_enabled(false);
   const Sample without = pipeline.sample(3, 0);
   const Sample resized = dataset.load_resized(3);
   const int pad = (128 - resized.image.rows) / 2;

@@ -1,0 +1,37 @@
+// What libreyolo 1.6.0's two classifier families (MobileNetV4, ResNet) share behind the Family
+// interface: task=classify, ImageNet-normalised RGB input, cross-entropy on the logits, the YOLO
+// trainers' parameter groups (norm weights and biases without decay), the recipe of its
+// MobileNetV4Config/ResNetConfig (AdamW 1e-3, weight decay 1e-4, one epoch of quadratic warm-up then
+// cosine to 0.01 x, 100 epochs, batch 64, EMA, validation every epoch) and the classification
+// keys (scale, crop_pct and the optional augmentations). A family folder adds its network.
+#pragma once
+
+#include "models/family.h"
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace libreyolo::models::classify_common {
+
+class ClassifierFamily : public Family {
+ public:
+  std::string_view weights_suffix() const override { return "-cls"; }
+  std::string_view task() const override { return "classify"; }
+  at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override;
+  std::vector<std::string> loss_names() const override { return {"ce_loss"}; }
+  std::unique_ptr<TrainingLoss> make_loss(const LossContext& context, const config::Config& config) const override;
+  bool channels_last_on_cpu() const override { return false; }
+  bool warms_up_momentum() const override { return false; }
+  std::shared_ptr<const data::SamplePipeline> sample_pipeline() const override { return nullptr; }
+  // the logits are all there is: validation reads them, no confidence threshold
+  double validation_confidence() const override { return 0.0; }
+  std::span<const config::OptionSpec> options() const override;
+  std::vector<config::OptionDefault> option_defaults(const std::string& size) const override;
+
+ protected:
+  // The family's own defaults for a size: imgsz and crop_pct (LibreYOLO's INPUT_SIZES and CROP_PCT).
+  virtual std::vector<config::OptionDefault> size_defaults(const std::string& size) const = 0;
+};
+
+}  // namespace libreyolo::models::classify_common
