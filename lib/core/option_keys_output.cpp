@@ -88,7 +88,16 @@ constexpr auto kKeys = std::to_array<OptionSpec>({
 
     // --- data command
     {.name = "out", .type = T::text, .default_value = "", .group = "data",
-     .help = "output: the folder `data synth` writes, the image `data preview` writes", .commands = command_data, .support = S::honoured},
+     .help = "output: the folder `data synth` and `data crops` write, the image `data preview` writes", .commands = command_data, .support = S::honoured},
+    {.name = "crop_margin", .type = T::real, .default_value = "0.1", .group = "data",
+     .help = "`data crops`: added to each side of a box, as a share of its side", .commands = command_data, .minimum = 0, .maximum = 10,
+     .support = S::honoured},
+    {.name = "crop_min_size", .type = T::integer, .default_value = "32", .group = "data",
+     .help = "`data crops`: a crop's shorter side in pixels at least (smaller boxes are left out)", .commands = command_data,
+     .minimum = 1, .maximum = 100000, .support = S::honoured},
+    {.name = "val_fraction", .type = T::real, .default_value = "0.2", .group = "data",
+     .help = "`data crops`: share of the images whose crops go to val (by a hash of the file name)", .commands = command_data,
+     .minimum = 0, .maximum = 1, .support = S::honoured},
     {.name = "synth_images", .type = T::integer, .default_value = "240", .group = "data",
      .help = "training images `data synth` generates", .commands = command_data, .minimum = 1, .maximum = 1e7, .support = S::honoured},
     {.name = "synth_val_images", .type = T::integer, .default_value = "60", .group = "data",

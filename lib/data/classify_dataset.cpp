@@ -31,11 +31,11 @@ cv::Mat ClassifyDataset::decode(std::size_t index) const {
 ClassifyAugment ClassifyAugment::from_config(const config::Config& config) {
   ClassifyAugment augment;
   augment.image_size = config.get_image_size("imgsz").height;
-  augment.scale_low = config.get_real("scale");
+  augment.scale_low = config.get_real("crop_scale");
   augment.flip_lr = config.get_real("flip_prob");
   augment.flip_ud = config.get_real("flipud");
   if (!(augment.scale_low > 0 && augment.scale_low <= 1)) {
-    throw UsageError(fmt::format("scale={}: RandomResizedCrop's smallest share of the image area; give a number in (0, 1]",
+    throw UsageError(fmt::format("crop_scale={}: RandomResizedCrop's smallest share of the image area; give a number in (0, 1]",
                                  augment.scale_low));
   }
   return augment;

@@ -42,8 +42,8 @@ class ClassifyDataset final : public Dataset {
   int image_size_;
 };
 
-// The training views' settings: imgsz, RandomResizedCrop's area range (scale=, LibreYOLO's
-// (x, 1.0) for a number) and the flips.
+// The training views' settings: imgsz, RandomResizedCrop's area range (crop_scale=x: (x, 1.0),
+// LibreYOLO's classification scale=x) and the flips.
 struct ClassifyAugment {
   int image_size = 224;
   double scale_low = 0.5, scale_high = 1.0;

@@ -114,6 +114,16 @@ ImageFolderSplit scan_image_folder(const fs::path& root, const std::string& spli
   return out;
 }
 
+bool is_image_folder_root(const fs::path& data) {
+  std::error_code error;
+  const fs::path train = data / "train";
+  if (!fs::is_directory(train, error) || fs::exists(data / "labels", error) || fs::exists(train / "labels", error)) return false;
+  for (fs::directory_iterator it(train, error), end; !error && it != end; it.increment(error)) {
+    if (it->is_directory(error)) return true;
+  }
+  return false;
+}
+
 DatasetSpec image_folder_spec(const std::string& data) {
   DatasetSpec spec;
   const fs::path given(data);

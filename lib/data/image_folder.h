@@ -45,4 +45,8 @@ ImageFolderSplit scan_image_folder(const std::filesystem::path& root, const std:
 // names the classes. DataError naming the path otherwise.
 DatasetSpec image_folder_spec(const std::string& data);
 
+// Whether `data` is a folder in the ImageFolder layout (train/<class>/ folders, no labels/ folder
+// of a YOLO layout): what `data check` takes for a classification set when no task or model says.
+bool is_image_folder_root(const std::filesystem::path& data);
+
 }  // namespace libreyolo::data

@@ -269,14 +269,14 @@ class ClassifyTask final : public Task {
  private:
   // LibreYOLO's optional classification augmentations not built here: refused with what to do.
   static void refuse_unbuilt_options(const config::Config& config) {
-    const auto refuse = [](std::string_view key, std::string_view value) {
+    const auto refuse = [](std::string_view key, const auto& value) {
       throw UsageError(fmt::format("{}={}: not built for classification yet (libreyolo 1.6.0's option); leave it at its "
                                    "default to train with RandomResizedCrop and flips", key, value));
     };
-    if (config.get_real("mixup") > 0) refuse("mixup", config.get_text("mixup"));
-    if (config.get_real("cutmix") > 0) refuse("cutmix", config.get_text("cutmix"));
-    if (config.get_real("erasing") > 0) refuse("erasing", config.get_text("erasing"));
-    if (config.get_text("auto_augment") != "none") refuse("auto_augment", config.get_text("auto_augment"));
+    for (const char* key : {"mixup", "cutmix", "erasing"}) {
+      if (config.get_real(key) > 0) refuse(key, config.get_real(key));
+    }
+    if (!config.is_none("auto_augment")) refuse("auto_augment", config.get_text("auto_augment"));
     if (config.get_bool("single_cls")) throw UsageError("single_cls=true merges detection classes; a classifier needs its classes");
   }
 };

@@ -34,9 +34,12 @@ TargetBatch TargetBatch::clone() const {
 }
 
 void TargetBatch::copy_(const TargetBatch& other) {
-  for (auto [to, from] : {std::pair{&classes, &other.classes}, std::pair{&boxes_xyxy, &other.boxes_xyxy},
-                          std::pair{&boxes_cxcywh, &other.boxes_cxcywh}, std::pair{&valid, &other.valid}}) {
+  const auto parts = {std::pair{&classes, &other.classes}, std::pair{&boxes_xyxy, &other.boxes_xyxy},
+                       std::pair{&boxes_cxcywh, &other.boxes_cxcywh}, std::pair{&valid, &other.valid}};
+  for (const auto& [to, from] : parts) {
     if (to->defined() != from->defined()) throw std::invalid_argument("TargetBatch::copy_: a part defined in one batch only");
+  }
+  for (const auto& [to, from] : parts) {
     if (to->defined()) to->copy_(*from);
   }
 }

@@ -13,6 +13,8 @@
 #include "data/image_io.h"
 #include "data/preview.h"
 #include "data/synth.h"
+#include "data/box_crops.h"
+#include "data/image_folder.h"
 #include "data/training_data.h"
 #include "eval/task.h"
 
@@ -20,6 +22,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -34,10 +37,14 @@ int run_data_check(const Arguments& arguments) {
   if (config.get_text("data").empty()) {
     throw UsageError("data= is required: libreyolo data check data=my_data.yaml (or coco8, coco128, coco)");
   }
-  const auto spec = eval::task_of(config).load_spec(config.get_text("data"));
+  // an ImageFolder root is a classification set unless the task or a model says otherwise
+  const bool image_folder = !config.user_provided("task") && !config.user_provided("model") &&
+                            data::is_image_folder_root(config.get_text("data"));
+  const eval::Task& task = image_folder ? eval::classify_task() : eval::task_of(config);
+  if (image_folder) log::info("data={}: an ImageFolder layout, checked as task=classify", config.get_text("data"));
+  const auto spec = task.load_spec(config.get_text("data"));
   nlohmann::json out = {{"yaml", spec.yaml_file.string()}, {"root", spec.root.string()}, {"nc", spec.class_count()}};
   bool any_image = false;
-  const eval::Task& task = eval::task_of(config);
   if (!config.get_bool("json")) fmt::print("{} ({} classes, root {})\n", spec.yaml_file.string(), spec.class_count(), spec.root.string());
   for (const std::string split : {"train", "val", "test"}) {
     if (spec.split(split).empty()) continue;
@@ -72,6 +79,29 @@ int run_data_synth(const Arguments& arguments) {
   log::info("wrote {} images with {} boxes; use data={}", result.images, result.boxes, result.yaml.string());
   if (config.get_bool("json")) {
     fmt::print("{}\n", nlohmann::json{{"yaml", result.yaml.string()}, {"images", result.images}, {"boxes", result.boxes}}.dump());
+  }
+  return 0;
+}
+
+// A detection dataset's boxes as an ImageFolder classification dataset.
+int run_data_crops(const Arguments& arguments) {
+  const auto config = data_config(arguments);
+  if (config.get_text("data").empty()) throw UsageError("data= is required: libreyolo data crops data=coco128 out=DIR");
+  const auto spec = data::load_dataset_spec(config.get_text("data"));
+  const auto result = data::write_box_crops(spec, {.out = config.get_text("out"), .margin = config.get_real("crop_margin"),
+                                                   .min_size = static_cast<int>(config.get_int("crop_min_size")),
+                                                   .val_fraction = config.get_real("val_fraction"),
+                                                   .workers = static_cast<int>(std::max<std::int64_t>(1, config.get_int("workers")))});
+  log::info("{} images: {} train and {} val crops in {} classes ({} boxes under {} px left out)", result.images, result.train,
+            result.val, result.classes.size(), result.too_small, config.get_int("crop_min_size"));
+  if (!result.dropped.empty()) {
+    log::info("left out for lacking a train or a val crop: {}", fmt::join(result.dropped, ", "));
+  }
+  log::info("use data={}", config.get_text("out"));
+  if (config.get_bool("json")) {
+    fmt::print("{}\n", nlohmann::json{{"out", config.get_text("out")}, {"images", result.images}, {"train", result.train},
+                                      {"val", result.val}, {"classes", result.classes}, {"dropped", result.dropped},
+                                      {"too_small", result.too_small}}.dump());
   }
   return 0;
 }
@@ -112,6 +142,7 @@ int run_data(const Arguments& arguments) {
                "  preview  data=... out=x.jpg  grid of augmented training samples with boxes and class names\n"
                "  bench    data=...            images/s of the full training pipeline (JSON)\n"
                "  synth    out=DIR             write a deterministic synthetic shapes dataset\n"
+               "  crops    data=... out=DIR    a classification dataset (ImageFolder) of the boxes' crops\n"
                "Keys: libreyolo cfg data (model= picks the family pipeline; imgsz, workers, batch, cache, seed).\n");
     return action.empty() ? 2 : 0;
   }
@@ -123,7 +154,8 @@ int run_data(const Arguments& arguments) {
   if (action == "synth") return run_data_synth(rest);
   if (action == "preview") return run_data_preview(rest);
   if (action == "bench") return run_data_bench(rest);
-  throw UsageError(fmt::format("unknown data action '{}': use check, preview, bench or synth", action));
+  if (action == "crops") return run_data_crops(rest);
+  throw UsageError(fmt::format("unknown data action '{}': use check, preview, bench, synth or crops", action));
 }
 
 }  // namespace libreyolo::cli

@@ -17,8 +17,9 @@ constexpr unsigned kTrain = config::command_train | config::command_data;
 constexpr unsigned kEval = config::command_train | config::command_val | config::command_predict | config::command_profile;
 
 constexpr auto kKeys = std::to_array<OptionSpec>({
-    {.name = "scale", .type = ValueType::real, .default_value = "0.5", .group = "augmentation",
-     .help = "RandomResizedCrop's smallest share of the image area (the crop covers scale to 1.0 of it; LibreYOLO's scale=x)",
+    {.name = "crop_scale", .type = ValueType::real, .default_value = "0.5", .group = "augmentation",
+     .help = "RandomResizedCrop's smallest share of the image area: the crop covers crop_scale to 1.0 of it (LibreYOLO's "
+             "classification scale=x; scale= itself is Ultralytics' name of mosaic_scale)",
      .commands = kTrain, .minimum = 0.01, .maximum = 1, .support = Support::honoured},
     {.name = "crop_pct", .type = ValueType::real, .default_value = "0.875", .group = "augmentation",
      .help = "validation and predict: the shorter side is resized to floor(imgsz / crop_pct), then the centre imgsz square "
@@ -34,7 +35,7 @@ constexpr auto kKeys = std::to_array<OptionSpec>({
      .why = "RandomErasing is not built for classification yet"},
     {.name = "auto_augment", .type = ValueType::choice, .default_value = "none", .group = "augmentation",
      .help = "RandAugment, AutoAugment or AugMix (LibreYOLO's classify option); not built yet: only none is accepted",
-     .commands = kTrain, .choices = "none randaugment autoaugment augmix", .support = Support::refused,
+     .commands = kTrain, .choices = "randaugment autoaugment augmix", .nullable = true, .support = Support::refused,
      .why = "torchvision's automatic augmentation policies are not built for classification yet"},
 });
 

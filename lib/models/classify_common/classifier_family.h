@@ -3,7 +3,7 @@
 // trainers' parameter groups (norm weights and biases without decay), the recipe of its
 // MobileNetV4Config/ResNetConfig (AdamW 1e-3, weight decay 1e-4, one epoch of quadratic warm-up then
 // cosine to 0.01 x, 100 epochs, batch 64, EMA, validation every epoch) and the classification
-// keys (scale, crop_pct and the optional augmentations). A family folder adds its network.
+// keys (crop_scale, crop_pct and the optional augmentations). A family folder adds its network.
 #pragma once
 
 #include "models/family.h"
