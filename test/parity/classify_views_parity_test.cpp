@@ -2,12 +2,14 @@
 // the image decoded as stored (no EXIF rotation), its shorter side resized to floor(imgsz /
 // crop_pct) with Pillow's bicubic filter, the centre crop and the ImageNet normalisation give the
 // very tensor torchvision's transforms give, for every image and view; and data::pillow_resize
-// equals Pillow's resize, boxes with fractions included.
+// equals Pillow's resize, boxes with fractions included; the classifiers' loss and its gradient
+// equal its classification_loss's.
 //   classify_views_parity_test DIR
 #include "data/classify_dataset.h"
 #include "data/image_io.h"
 #include "data/loader.h"
 #include "data/resample.h"
+#include "models/checkpoint.h"
 #include "models/family.h"
 #include "models/safetensors.h"
 
@@ -90,7 +92,25 @@ int main(int argc, char** argv) {
         ok = false;
       }
     }
-    fmt::print("{} of {} evaluation views and {} of {} Pillow resizes bit-identical\n", exact, views, resizes_exact, resizes);
+    int losses = 0, losses_exact = 0;
+    const auto loss = family.make_loss({}, models::parse_arguments(config::command_train, std::vector<std::string>{"model=resnet-18"}));
+    for (int c = 0; io.count(fmt::format("loss{}.logits", c)); ++c) {
+      const at::Tensor logits = io.at(fmt::format("loss{}.logits", c)).clone().requires_grad_();
+      const models::LossTerms terms = (*loss)({logits}, models::TargetBatch::of_classes(io.at(fmt::format("loss{}.targets", c))));
+      terms.total.backward();
+      const bool same = at::equal(terms.total, io.at(fmt::format("loss{}.loss", c))) &&
+                        at::equal(logits.grad(), io.at(fmt::format("loss{}.grad", c)));
+      ++losses;
+      losses_exact += same ? 1 : 0;
+      if (!same) {
+        fmt::print("loss {}: ours {} (libreyolo {}), gradient largest difference {:.3g}\n", c, terms.total.item<double>(),
+                   io.at(fmt::format("loss{}.loss", c)).item<double>(),
+                   (logits.grad() - io.at(fmt::format("loss{}.grad", c))).abs().max().item<double>());
+        ok = false;
+      }
+    }
+    fmt::print("{} of {} evaluation views, {} of {} Pillow resizes, {} of {} losses with their gradients bit-identical\n", exact,
+               views, resizes_exact, resizes, losses_exact, losses);
     fmt::print("classify views parity: {}\n", ok && views > 0 && resizes > 0 ? "OK" : "FAILED");
     return ok && views > 0 && resizes > 0 ? 0 : 1;
   } catch (const std::exception& error) {

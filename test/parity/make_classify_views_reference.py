@@ -1,7 +1,8 @@
 """libreyolo 1.6.0's classification evaluation view (build_classify_transforms(augment=False):
 Resize(floor(imgsz / crop_pct), bicubic) on the PIL image, CenterCrop, ToTensor, Normalize) of
 images written here (JPEG in colour and grey, odd sizes, an EXIF-rotated one, a PNG), and Pillow's
-bicubic resize with fractional boxes, for classify_views_parity_test.
+bicubic resize with fractional boxes, and its training loss (F.cross_entropy, as its
+classification_loss without class weights) with the logits' gradient, for classify_views_parity_test.
 
     make_classify_views_reference.py OUT_DIR
 """
@@ -68,6 +69,17 @@ def main(out_dir):
         tensors[f"resize{r}.source"] = torch.from_numpy(source.copy())
         tensors[f"resize{r}.out"] = torch.from_numpy(np.asarray(out).copy())
         tensors[f"resize{r}.box"] = torch.tensor(box if box else (0, 0, w, h), dtype=torch.float64)
+    from libreyolo.training.classification import classification_loss
+    generator = torch.Generator().manual_seed(7)
+    for case, (batch, classes) in enumerate([(16, 10), (5, 3), (64, 1000)]):
+        logits = (torch.randn(batch, classes, generator=generator) * 3).requires_grad_()
+        targets = torch.randint(0, classes, (batch,), generator=generator)
+        loss = classification_loss(logits, targets, None)
+        loss.backward()
+        tensors[f"loss{case}.logits"] = logits.detach()
+        tensors[f"loss{case}.targets"] = targets
+        tensors[f"loss{case}.loss"] = loss.detach()
+        tensors[f"loss{case}.grad"] = logits.grad
     save_file(tensors, os.path.join(out_dir, "views.safetensors"))
 
 

@@ -114,7 +114,19 @@ CASES = {
     "flat_cosine": lambda: sched.FlatCosineScheduler(0.01, IPE, EPOCHS, warmup_epochs=2, warmup_lr_start=1e-6,
                                                      no_aug_epochs=4, min_lr_ratio=0.05),
     "constant": lambda: sched.ConstantLRScheduler(0.01, IPE, EPOCHS, warmup_epochs=1, warmup_lr_start=0.002),
+    "classify": lambda: classify_scheduler(),
 }
+
+
+def classify_scheduler():
+    """The schedule libreyolo 1.6.0's MobileNetV4 trainer builds from its MobileNetV4Config (lr0 0.01 here)."""
+    from libreyolo.models.mobilenetv4.config import MobileNetV4Config
+    from libreyolo.models.mobilenetv4.trainer import MobileNetV4Trainer
+    stub = type("T", (), {})()
+    stub.config = MobileNetV4Config()
+    stub.config.epochs = EPOCHS
+    stub.effective_lr = 0.01
+    return MobileNetV4Trainer.create_scheduler(stub, IPE)
 
 
 class _Groups(BaseTrainer):

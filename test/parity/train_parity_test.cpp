@@ -5,6 +5,7 @@
 // Optimisation::apply_schedule on a three-group SGD, and its nominal batch (nbs 64): the batches it
 // steps the optimizer after, its accumulate and scaled weight decay, through TrainState's windows.
 //   train_parity_test DIR
+#include "models/checkpoint.h"
 #include "models/model.h"
 #include "models/safetensors.h"
 #include "train/ema.h"
@@ -53,6 +54,21 @@ int main(int argc, char** argv) {
       const bool same = worst < 1e-12 && worst_momentum < 1e-12;
       fmt::print("schedule {:<13} {} iterations, max |lr diff| {:.2g}, max |momentum diff| {:.2g} {}\n", c.kind,
                  lrs.numel(), worst, worst_momentum, same ? "ok" : "MISMATCH");
+      ok = ok && same;
+    }
+    {  // the classifiers' recipe (our option defaults for mobilenetv4-s) against its trainer's schedule
+      const auto config = models::parse_arguments(config::command_train, std::vector<std::string>{"model=mobilenetv4-s"});
+      const train::Schedule schedule({.kind = config.get_text("scheduler"), .lr0 = 0.01, .warmup_epochs = config.get_real("warmup_epochs"),
+                                      .warmup_lr_start = config.get_real("warmup_lr_start"),
+                                      .min_lr_ratio = config.get_real("min_lr_ratio"),
+                                      .no_aug_epochs = static_cast<int>(config.get_int("no_aug_epochs")), .steps_per_epoch = ipe,
+                                      .epochs = epochs, .warmup_momentum = std::nullopt});
+      const at::Tensor lrs = ref.at("lr.classify");
+      double worst = 0;
+      for (std::int64_t i = 0; i < lrs.numel(); ++i) worst = std::max(worst, std::abs(schedule.lr(i) - lrs[i].item<double>()));
+      const bool same = worst < 1e-12 && schedule.lr(0) == 0.0;
+      fmt::print("schedule classify (mobilenetv4-s's recipe) {} iterations, max |lr diff| {:.2g}, first step at lr {} {}\n",
+                 lrs.numel(), worst, schedule.lr(0), same ? "ok" : "MISMATCH");
       ok = ok && same;
     }
     for (const auto& c : info["yolov5"]) {
