@@ -11,6 +11,9 @@
 #   tests    the gpu suite through scripts/device/run_tests.py (gpu-tests.txt, whole logs in gpu-tests.log)
 #   graphs   bench/cuda_graph.py: eager and each cuda_graph_scope, yolo9-t then yolox-s (cuda_graph.jsonl)
 #   vs       bench/train_speed.py --cuda-graph: ours and LibreYOLO 1.6.0, eager and graphed (train_speed.jsonl)
+#   classify bench/cuda_graph.py --classify: mobilenetv4-s and resnet-18 at 224, batch 16, eager against
+#            graphed, float16 and float32, peak VRAM (classify_graph.jsonl; LibreYOLO's guide: 2.74x / 3.61x,
+#            ResNet-18 0.48 -> 0.57 GB)
 #   cpu      only where the host CPU has AMX (amx_bf16): a coco128 epoch of yolo9-t at 640 on the CPU in
 #            float32 and in bfloat16 (cpu_bf16.jsonl), and the bf16 step's operators from our profiler
 #            (cpu_bf16_ops.txt): the CPU half of issue 14's point 3, which a machine without AMX cannot measure
@@ -42,7 +45,7 @@ stage() {  # name, seconds it may take at most, command...
   timeout -k 10 "$budget" "$@"
   echo "== $name: exit $? after $((SECONDS - start)) s" >&2
 }
-wants() { [[ " ${STAGES:-env tests graphs vs cpu} " == *" $1 "* ]]; }
+wants() { [[ " ${STAGES:-env tests graphs vs classify cpu} " == *" $1 "* ]]; }
 
 if wants env; then
   {
@@ -56,6 +59,12 @@ if wants env; then
 fi
 wants tests && stage tests ${TESTS_S:-300} python3 scripts/device/run_tests.py ${TESTS_ONLY:+--only "$TESTS_ONLY"} --log "$out/gpu-tests.log" | tee "$out/gpu-tests.txt"
 wants graphs && stage graphs ${GRAPHS_S:-150} python3 bench/cuda_graph.py --repeat 1 --models yolo9-t | tee "$out/cuda_graph.jsonl"
+if wants classify; then
+  for precision in "" --fp32; do
+    stage classify${precision} ${CLASSIFY_S:-90} python3 bench/cuda_graph.py --classify --repeat 1 --modes eager,network,step \
+      --models mobilenetv4-s,resnet-18 --batch 16 --imgsz 224 $precision | tee -a "$out/classify_graph.jsonl"
+  done
+fi
 if wants vs; then
   if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/reference "$bundle"/wheels/*.whl; then
     PYTHONPATH=/tmp/reference${PYTHONPATH:+:$PYTHONPATH} stage vs ${VS_S:-150} python3 bench/train_speed.py --device 0 --workers 8 \
