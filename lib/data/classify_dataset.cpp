@@ -28,6 +28,29 @@ cv::Mat ClassifyDataset::decode(std::size_t index) const {
   }
 }
 
+cv::Mat ClassifyDataset::train_view(std::size_t index, const ClassifyAugment& augment, SampleRandom& random) const {
+  const auto& file = path(index);
+  cv::Rect box;
+  cv::Size full;
+  cv::Mat image;
+  const double side = augment.image_size;
+  try {
+    image = decode_stored_covering(read_file_bytes(file), [&](cv::Size size) {
+      box = random_resized_crop_box(size.width, size.height, augment.scale_low, augment.scale_high, random);
+      return cv::Size(static_cast<int>(std::ceil(size.width * side / box.width)), static_cast<int>(std::ceil(size.height * side / box.height)));
+    }, full);
+  } catch (const CorruptImage& error) {
+    throw DataError(fmt::format("{}: {} (remove or replace it; `libreyolo data check` lists every unreadable image)", file.string(),
+                                error.what()));
+  }
+  const double sx = static_cast<double>(image.cols) / full.width, sy = static_cast<double>(image.rows) / full.height;
+  cv::Mat view = pillow_resize(image, {augment.image_size, augment.image_size}, ResampleFilter::bicubic,
+                               cv::Rect2d(box.x * sx, box.y * sy, box.width * sx, box.height * sy));
+  if (random.chance(augment.flip_lr)) cv::flip(view, view, 1);
+  if (random.chance(augment.flip_ud)) cv::flip(view, view, 0);
+  return view;
+}
+
 ClassifyAugment ClassifyAugment::from_config(const config::Config& config) {
   ClassifyAugment augment;
   augment.image_size = config.get_image_size("imgsz").height;
@@ -102,7 +125,7 @@ cv::Mat eval_view(const cv::Mat& image, int image_size, double crop_pct, CropPla
 
 ClassifySample ClassifyPipeline::sample(std::size_t index, int epoch) const {
   SampleRandom random(seed_, static_cast<std::uint64_t>(epoch), index);
-  return {train_view(dataset_.decode(index), augment_, random), dataset_.label(index)};
+  return {dataset_.train_view(index, augment_, random), dataset_.label(index)};
 }
 
 Batch collate_classify(const std::vector<ClassifySample>& samples, const std::vector<std::size_t>& indices, bool pin_memory,

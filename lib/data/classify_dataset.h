@@ -20,6 +20,15 @@
 
 namespace libreyolo::data {
 
+// The training views' settings: imgsz, RandomResizedCrop's area range (crop_scale=x: (x, 1.0),
+// LibreYOLO's classification scale=x) and the flips.
+struct ClassifyAugment {
+  int image_size = 224;
+  double scale_low = 0.5, scale_high = 1.0;
+  double flip_lr = 0.5, flip_ud = 0.0;
+  static ClassifyAugment from_config(const config::Config& config);
+};
+
 class ClassifyDataset final : public Dataset {
  public:
   ClassifyDataset(ImageFolderSplit split, int image_size);
@@ -36,19 +45,15 @@ class ClassifyDataset final : public Dataset {
   // The image as stored (8-bit BGR; no EXIF rotation, as PIL's open). Throws DataError naming the
   // file for an unreadable one. Thread-safe.
   cv::Mat decode(std::size_t index) const;
+  // A training view of the image (train_view's), decoding only as much as the crop needs: its box
+  // is drawn from the stored size (the header), then a JPEG is decoded at the smallest DCT scale
+  // (1/8 to 1) at which the crop still covers image_size x image_size, and that region resized.
+  // Thread-safe.
+  cv::Mat train_view(std::size_t index, const ClassifyAugment& augment, SampleRandom& random) const;
 
  private:
   ImageFolderSplit split_;
   int image_size_;
-};
-
-// The training views' settings: imgsz, RandomResizedCrop's area range (crop_scale=x: (x, 1.0),
-// LibreYOLO's classification scale=x) and the flips.
-struct ClassifyAugment {
-  int image_size = 224;
-  double scale_low = 0.5, scale_high = 1.0;
-  double flip_lr = 0.5, flip_ud = 0.0;
-  static ClassifyAugment from_config(const config::Config& config);
 };
 
 // torchvision's RandomResizedCrop.get_params (ratio 3/4 to 4/3, ten tries, then the centre crop

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -102,7 +103,9 @@ std::uint16_t read_u16(const std::uint8_t* p, bool little) {
 // Orientation 5-8 swap width and height.
 bool swaps_axes(int orientation) { return orientation >= 5 && orientation <= 8; }
 
-cv::Mat decode_jpeg(const std::vector<std::uint8_t>& bytes, int target_long_side, bool upright) {
+// `cover(full size)`: the size the decode must cover in both sides (a side of 0: any); the smallest
+// DCT scale (1/8 to 1) that covers it is decoded.
+cv::Mat decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::function<cv::Size(cv::Size)>& cover, bool upright) {
   tjhandle handle = thread_decompressor();
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
   if (tjDecompressHeader3(handle, bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height,
@@ -112,7 +115,8 @@ cv::Mat decode_jpeg(const std::vector<std::uint8_t>& bytes, int target_long_side
   check_pixel_limit(width, height);
   int scaled_width = width;
   int scaled_height = height;
-  if (target_long_side > 0 && 2 * target_long_side <= std::max(width, height)) {
+  const cv::Size needed = cover ? cover({width, height}) : cv::Size(width, height);
+  if (needed.width < width || needed.height < height) {
     int count = 0;
     const tjscalingfactor* factors = tjGetScalingFactors(&count);
     for (int i = 0; i < count; ++i) {
@@ -120,7 +124,7 @@ cv::Mat decode_jpeg(const std::vector<std::uint8_t>& bytes, int target_long_side
       if (factor.num > factor.denom) continue;  // never upsample in the decoder
       const int w = TJSCALED(width, factor);
       const int h = TJSCALED(height, factor);
-      if (std::max(w, h) >= target_long_side && w * h < scaled_width * scaled_height) {
+      if (w >= needed.width && h >= needed.height && w * h < scaled_width * scaled_height) {
         scaled_width = w;
         scaled_height = h;
       }
@@ -344,9 +348,18 @@ ImageInfo read_image_info(const fs::path& path) {
   return info;
 }
 
+// The long side at least `target` (no scaling unless the image is twice that or more).
+std::function<cv::Size(cv::Size)> covering_long_side(int target) {
+  if (target <= 0) return {};
+  return [target](cv::Size full) {
+    if (2 * target > std::max(full.width, full.height)) return full;
+    return full.width >= full.height ? cv::Size(target, 0) : cv::Size(0, target);
+  };
+}
+
 cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side, bool upright) {
   if (bytes.empty()) throw CorruptImage("empty file");
-  if (is_jpeg(bytes)) return decode_jpeg(bytes, target_long_side, upright);
+  if (is_jpeg(bytes)) return decode_jpeg(bytes, covering_long_side(target_long_side), upright);
 #if LIBREYOLO_READS_ALL_FORMATS
   check_header_size(bytes);
   cv::Mat image;
@@ -380,6 +393,22 @@ std::vector<std::uint8_t> encode_image(const cv::Mat& image, const std::string& 
   }
 #endif
   return {};
+}
+
+cv::Mat decode_stored_covering(const std::vector<std::uint8_t>& bytes, const std::function<cv::Size(cv::Size)>& cover,
+                               cv::Size& full) {
+  if (bytes.empty()) throw CorruptImage("empty file");
+  if (is_jpeg(bytes)) {
+    cv::Mat image = decode_jpeg(bytes, [&](cv::Size size) {
+      full = size;
+      return cover(size);
+    }, /*upright=*/false);
+    return image;
+  }
+  cv::Mat image = decode_image_bytes(bytes, 0, /*upright=*/false);
+  full = image.size();
+  (void)cover(full);
+  return image;
 }
 
 cv::Mat decode_image(const fs::path& path, int target_long_side, bool upright) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ ImageInfo read_image_info(const std::filesystem::path& path);
 // 1/4 or 1/8 scale, never below that long side. Throws CorruptImage.
 cv::Mat decode_image(const std::filesystem::path& path, int target_long_side = 0, bool upright = true);
 cv::Mat decode_image_bytes(const std::vector<std::uint8_t>& bytes, int target_long_side = 0, bool upright = true);
+
+// As stored (no EXIF rotation), a JPEG at the smallest DCT scale (1/8 to 1) whose size covers
+// `cover(full size)` in both sides; other formats at full size (and `cover` still called once).
+// `full` receives the size at scale 1 (the image's stored size). Throws CorruptImage.
+cv::Mat decode_stored_covering(const std::vector<std::uint8_t>& bytes, const std::function<cv::Size(cv::Size)>& cover,
+                               cv::Size& full);
 
 // False in a build without OpenCV's imgcodecs: then only JPEG files are read and written.
 bool reads_all_formats();
