@@ -76,7 +76,7 @@ int make_divisible(double value, int divisor) {
 
 ConvNormActImpl::ConvNormActImpl(int in_channels, int out_channels, int kernel, int stride, int groups, bool act)
     : conv_(register_module("conv", conv(in_channels, out_channels, kernel, stride, groups))),
-      bn_(register_module("bn", torch::nn::BatchNorm2d(out_channels))), act_(act) {}
+      bn_(register_module("bn", nn::SyncableBatchNorm2d(out_channels))), act_(act) {}
 
 torch::Tensor ConvNormActImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = bn_(conv_(x));
@@ -88,15 +88,15 @@ BlockImpl::BlockImpl(const BlockDef& def, int in_channels, int stride) : type_(d
   switch (def.type) {
     case BlockType::cn:  // no shipped block sets timm's `skip` flag
       conv_ = register_module("conv", conv(in_channels, out, def.kernel, stride));
-      bn1_ = register_module("bn1", torch::nn::BatchNorm2d(out));
+      bn1_ = register_module("bn1", nn::SyncableBatchNorm2d(out));
       skip_ = false;
       break;
     case BlockType::er: {
       const int mid = make_divisible(in_channels * def.expansion);
       conv_ = register_module("conv_exp", conv(in_channels, mid, def.kernel, stride));
-      bn1_ = register_module("bn1", torch::nn::BatchNorm2d(mid));
+      bn1_ = register_module("bn1", nn::SyncableBatchNorm2d(mid));
       conv_pwl_ = register_module("conv_pwl", conv(mid, out, 1, 1));
-      bn2_ = register_module("bn2", torch::nn::BatchNorm2d(out));
+      bn2_ = register_module("bn2", nn::SyncableBatchNorm2d(out));
       skip_ = in_channels == out && stride == 1;
       break;
     }
@@ -139,7 +139,7 @@ ModelImpl::ModelImpl(std::string_view size, int class_count) {
   const SizeSpec& spec = size_spec(size);
   const int stem = make_divisible(spec.stem);
   conv_stem_ = register_module("conv_stem", conv(3, stem, 3, 2));
-  bn1_ = register_module("bn1", torch::nn::BatchNorm2d(stem));
+  bn1_ = register_module("bn1", nn::SyncableBatchNorm2d(stem));
   torch::nn::ModuleList blocks;
   int in_channels = stem;
   for (const auto& stage : spec.stages) {
@@ -159,7 +159,7 @@ ModelImpl::ModelImpl(std::string_view size, int class_count) {
   }
   blocks_ = register_module("blocks", blocks);
   conv_head_ = register_module("conv_head", conv(in_channels, kHeadHidden, 1, 1));
-  norm_head_ = register_module("norm_head", torch::nn::BatchNorm2d(kHeadHidden));
+  norm_head_ = register_module("norm_head", nn::SyncableBatchNorm2d(kHeadHidden));
   classifier_ = register_module("classifier", torch::nn::Linear(kHeadHidden, class_count));
 }
 

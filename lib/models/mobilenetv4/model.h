@@ -8,6 +8,8 @@
 #pragma once
 
 #include <torch/nn/module.h>
+#include "nn/sync_norm.h"
+
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -55,7 +57,7 @@ class ConvNormActImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d bn_{nullptr};
+  nn::SyncableBatchNorm2d bn_{nullptr};
   bool act_;
 };
 TORCH_MODULE(ConvNormAct);
@@ -69,7 +71,7 @@ class BlockImpl : public torch::nn::Module {
   BlockType type_;
   bool skip_;
   torch::nn::Conv2d conv_{nullptr}, conv_pwl_{nullptr};  // cn: conv; er: conv_exp (in conv_), conv_pwl
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
+  nn::SyncableBatchNorm2d bn1_{nullptr}, bn2_{nullptr};
   ConvNormAct dw_start_{nullptr}, pw_exp_{nullptr}, dw_mid_{nullptr}, pw_proj_{nullptr};  // uir
 };
 TORCH_MODULE(Block);
@@ -85,7 +87,7 @@ class ModelImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv_stem_{nullptr}, conv_head_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, norm_head_{nullptr};
+  nn::SyncableBatchNorm2d bn1_{nullptr}, norm_head_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};  // the stages, each a Sequential of blocks
   std::vector<torch::nn::Sequential> stages_;
   torch::nn::Linear classifier_{nullptr};

@@ -39,20 +39,20 @@ BlockImpl::BlockImpl(bool bottleneck, int in_channels, int planes, int stride) :
   const int out_channels = planes * (bottleneck ? 4 : 1);
   if (bottleneck) {
     conv1_ = register_module("conv1", conv(in_channels, planes, 1, 1, 0));
-    bn1_ = register_module("bn1", torch::nn::BatchNorm2d(planes));
+    bn1_ = register_module("bn1", nn::SyncableBatchNorm2d(planes));
     conv2_ = register_module("conv2", conv(planes, planes, 3, stride, 1));  // v1.5: the stride on the 3x3
-    bn2_ = register_module("bn2", torch::nn::BatchNorm2d(planes));
+    bn2_ = register_module("bn2", nn::SyncableBatchNorm2d(planes));
     conv3_ = register_module("conv3", conv(planes, out_channels, 1, 1, 0));
-    bn3_ = register_module("bn3", torch::nn::BatchNorm2d(out_channels));
+    bn3_ = register_module("bn3", nn::SyncableBatchNorm2d(out_channels));
   } else {
     conv1_ = register_module("conv1", conv(in_channels, planes, 3, stride, 1));
-    bn1_ = register_module("bn1", torch::nn::BatchNorm2d(planes));
+    bn1_ = register_module("bn1", nn::SyncableBatchNorm2d(planes));
     conv2_ = register_module("conv2", conv(planes, planes, 3, 1, 1));
-    bn2_ = register_module("bn2", torch::nn::BatchNorm2d(planes));
+    bn2_ = register_module("bn2", nn::SyncableBatchNorm2d(planes));
   }
   if (stride != 1 || in_channels != out_channels) {
     downsample_ = register_module("downsample",
-                                  torch::nn::Sequential(conv(in_channels, out_channels, 1, stride, 0), torch::nn::BatchNorm2d(out_channels)));
+                                  torch::nn::Sequential(conv(in_channels, out_channels, 1, stride, 0), nn::SyncableBatchNorm2d(out_channels)));
   }
 }
 
@@ -71,7 +71,7 @@ ModelImpl::ModelImpl(std::string_view size, int class_count) {
   const SizeSpec& spec = size_spec(size);
   const int expansion = spec.bottleneck ? 4 : 1;
   conv1_ = register_module("conv1", conv(3, 64, 7, 2, 3));
-  bn1_ = register_module("bn1", torch::nn::BatchNorm2d(64));
+  bn1_ = register_module("bn1", nn::SyncableBatchNorm2d(64));
   int in_channels = 64;
   for (int stage = 0; stage < 4; ++stage) {
     const int planes = 64 << stage;

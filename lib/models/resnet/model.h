@@ -2,11 +2,13 @@
 // torchvision's layout): v1.5 (a bottleneck's stride on its 3x3), the plain 7x7 stem, a
 // 1x1-convolution downsample, global average pooling and one linear classifier. Module names
 // follow its state dicts (conv1, bn1, layer{1-4}.{i}.conv{1-3}/bn{1-3}/downsample.{0,1}, fc), so
-// weights move between the two unchanged. Batch norms at torch's defaults (eps 1e-5, momentum
+// weights move between the two unchanged. Batch norms (syncable: sync_bn) at torch's defaults (eps 1e-5, momentum
 // 0.1); no dropout.
 #pragma once
 
 #include <torch/nn/module.h>
+#include "nn/sync_norm.h"
+
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
@@ -38,7 +40,7 @@ class BlockImpl : public torch::nn::Module {
  private:
   bool bottleneck_;
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
+  nn::SyncableBatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
   torch::nn::Sequential downsample_{nullptr};
 };
 TORCH_MODULE(Block);
@@ -55,7 +57,7 @@ class ModelImpl : public torch::nn::Module {
  private:
   int num_features_;
   torch::nn::Conv2d conv1_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr};
+  nn::SyncableBatchNorm2d bn1_{nullptr};
   std::array<torch::nn::Sequential, 4> layers_{nullptr, nullptr, nullptr, nullptr};
   torch::nn::Linear fc_{nullptr};
 };
