@@ -160,6 +160,20 @@ TEST_CASE("EXIF orientation 6 swaps the size and rotates the pixels clockwise", 
   std::filesystem::remove_all(folder);
 }
 
+TEST_CASE("decode_stored_covering: the smallest DCT scale that covers the asked size, as stored", "[image_io]") {
+  const auto bytes = with_exif_orientation(jpeg_bytes(gradient(640, 480)), 6);
+  cv::Size full;
+  const cv::Mat half = decode_stored_covering(bytes, [](cv::Size size) { return cv::Size(size.width / 2 - 10, size.height / 2 - 10); }, full);
+  CHECK(full == cv::Size(640, 480));       // the stored size: orientation 6 not applied
+  CHECK(half.size() == cv::Size(320, 240));  // 1/2 covers 310 x 230; 3/8 (240 x 180) does not
+  const cv::Mat whole = decode_stored_covering(bytes, [](cv::Size size) { return cv::Size(size.width, 1); }, full);
+  CHECK(whole.size() == cv::Size(640, 480));
+  const cv::Mat eighth = decode_stored_covering(bytes, [](cv::Size) { return cv::Size(0, 0); }, full);
+  CHECK(eighth.size() == cv::Size(80, 60));
+  // at scale 1 the pixels are the full decode's, as stored
+  CHECK(cv::norm(whole, decode_image_bytes(bytes, 0, /*upright=*/false), cv::NORM_INF) == 0);
+}
+
 TEST_CASE("every EXIF orientation is undone to the same upright image", "[image_io]") {
   const cv::Mat upright = gradient(40, 24);
   // For each orientation build the stored image that a camera would write, then undo it.
