@@ -18,13 +18,29 @@ namespace libreyolo::data {
 
 ClassifyDataset::ClassifyDataset(ImageFolderSplit split, int image_size) : split_(std::move(split)), image_size_(image_size) {}
 
+namespace {
+
+// An unreadable image, named with what to do.
+DataError unreadable(const std::filesystem::path& file, const CorruptImage& error) {
+  return DataError(fmt::format("{}: {} (remove or replace it; `libreyolo data check` lists every unreadable image)", file.string(),
+                               error.what()));
+}
+
+// The training view of `box` (source pixels, fractional) in `image`: resized to imgsz (bicubic), then the flips.
+cv::Mat crop_view(const cv::Mat& image, const cv::Rect2d& box, const ClassifyAugment& augment, SampleRandom& random) {
+  cv::Mat view = pillow_resize(image, {augment.image_size, augment.image_size}, ResampleFilter::bicubic, box);
+  if (random.chance(augment.flip_lr)) cv::flip(view, view, 1);
+  if (random.chance(augment.flip_ud)) cv::flip(view, view, 0);
+  return view;
+}
+
+}  // namespace
+
 cv::Mat ClassifyDataset::decode(std::size_t index) const {
-  const auto& file = path(index);
   try {
-    return decode_image(file, 0, /*upright=*/false);
+    return decode_image(path(index), 0, /*upright=*/false);
   } catch (const CorruptImage& error) {
-    throw DataError(fmt::format("{}: {} (remove or replace it; `libreyolo data check` lists every unreadable image)", file.string(),
-                                error.what()));
+    throw unreadable(path(index), error);
   }
 }
 
@@ -40,15 +56,10 @@ cv::Mat ClassifyDataset::train_view(std::size_t index, const ClassifyAugment& au
       return cv::Size(static_cast<int>(std::ceil(size.width * side / box.width)), static_cast<int>(std::ceil(size.height * side / box.height)));
     }, full);
   } catch (const CorruptImage& error) {
-    throw DataError(fmt::format("{}: {} (remove or replace it; `libreyolo data check` lists every unreadable image)", file.string(),
-                                error.what()));
+    throw unreadable(file, error);
   }
   const double sx = static_cast<double>(image.cols) / full.width, sy = static_cast<double>(image.rows) / full.height;
-  cv::Mat view = pillow_resize(image, {augment.image_size, augment.image_size}, ResampleFilter::bicubic,
-                               cv::Rect2d(box.x * sx, box.y * sy, box.width * sx, box.height * sy));
-  if (random.chance(augment.flip_lr)) cv::flip(view, view, 1);
-  if (random.chance(augment.flip_ud)) cv::flip(view, view, 0);
-  return view;
+  return crop_view(image, cv::Rect2d(box.x * sx, box.y * sy, box.width * sx, box.height * sy), augment, random);
 }
 
 ClassifyAugment ClassifyAugment::from_config(const config::Config& config) {
@@ -98,11 +109,7 @@ cv::Rect random_resized_crop_box(int width, int height, double scale_low, double
 
 cv::Mat train_view(const cv::Mat& image, const ClassifyAugment& augment, SampleRandom& random) {
   const cv::Rect box = random_resized_crop_box(image.cols, image.rows, augment.scale_low, augment.scale_high, random);
-  cv::Mat view = pillow_resize(image, {augment.image_size, augment.image_size}, ResampleFilter::bicubic,
-                               cv::Rect2d(box.x, box.y, box.width, box.height));
-  if (random.chance(augment.flip_lr)) cv::flip(view, view, 1);
-  if (random.chance(augment.flip_ud)) cv::flip(view, view, 0);
-  return view;
+  return crop_view(image, cv::Rect2d(box.x, box.y, box.width, box.height), augment, random);
 }
 
 cv::Mat eval_view(const cv::Mat& image, int image_size, double crop_pct, CropPlacement* placement) {

@@ -66,8 +66,9 @@ class ClassifyValidator final : public Validator {
         views[i] = data::eval_view(dataset_.decode(first + i), options_.image_size, options_.crop_pct);
       });
       const at::Tensor images = data::stack_images(static_cast<int>(count), [&](int i) -> const cv::Mat& { return views[i]; }, false);
-      at::Tensor labels = at::empty({static_cast<std::int64_t>(count)}, at::kLong);
-      for (std::size_t i = 0; i < count; ++i) labels[static_cast<std::int64_t>(i)] = dataset_.label(first + i);
+      std::vector<std::int64_t> label_list(count);
+      for (std::size_t i = 0; i < count; ++i) label_list[i] = dataset_.label(first + i);
+      const at::Tensor labels = at::tensor(label_list, at::kLong);
       const at::Tensor input = options_.family->network_input(images, options_.device);
       std::vector<at::Tensor> maps;
       if (loss) {

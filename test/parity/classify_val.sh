@@ -12,6 +12,16 @@ case "$oracle" in /*) ;; *) oracle="$OLDPWD/$oracle" ;; esac
 expect_exit 0 data synth out=synth synth_images=24 synth_val_images=8 synth_size=160 seed=11
 expect_exit 0 data crops data=synth/data.yaml out=cls crop_min_size=12 val_fraction=0.3
 
+# our val and predict of CHECKPOINT against LibreYOLO's figures in REFERENCE_JSON; TAG names the files
+ours_match() {
+  checkpoint=$1; reference=$2; tag=$3
+  expect_exit 0 val model="$checkpoint" data=cls batch=8 imgsz=64 json=true
+  cp "$WORK/out" "$tag.val.json"
+  expect_exit 0 predict model="$checkpoint" source=cls/val imgsz=64 project=runs name="$tag" json=true
+  cp "$WORK/out" "$tag.predict.json"
+  "$python" "$oracle" check "$reference" "$tag.val.json" "$tag.predict.json"
+}
+
 for model in mobilenetv4:s resnet:18; do
   family=${model%%:*}; size=${model##*:}
   # theirs here
@@ -19,22 +29,14 @@ for model in mobilenetv4:s resnet:18; do
     || { tail -20 "$family.train.out"; fail "libreyolo could not train $family-$size"; continue; }
   theirs="$WORK/$family/py/weights/best.pt"
   "$python" "$oracle" reference "$theirs" "$WORK/cls" "$family.theirs.json" >/dev/null 2>&1 || fail "libreyolo could not validate its $family"
-  expect_exit 0 val model="$theirs" data=cls batch=8 imgsz=64 json=true
-  cp "$WORK/out" "$family.val.json"
-  expect_exit 0 predict model="$theirs" source=cls/val imgsz=64 project=runs name="$family-theirs" json=true
-  cp "$WORK/out" "$family.predict.json"
-  "$python" "$oracle" check "$family.theirs.json" "$family.val.json" "$family.predict.json" \
+  ours_match "$theirs" "$family.theirs.json" "$family-theirs" \
     || fail "libreyolo's $family-$size checkpoint validates or predicts otherwise here"
   # ours there
   expect_exit 0 train model="$family-$size" data=cls epochs=2 batch=8 imgsz=64 workers=2 ema=false project=runs name="$family"
   ours="$WORK/runs/$family/weights/best.pt"
   "$python" "$oracle" reference "$ours" "$WORK/cls" "$family.ours.json" >"$family.ref.out" 2>&1 \
     || { tail -5 "$family.ref.out"; fail "libreyolo could not read our $family checkpoint"; continue; }
-  expect_exit 0 val model="$ours" data=cls batch=8 imgsz=64 json=true
-  cp "$WORK/out" "$family.val2.json"
-  expect_exit 0 predict model="$ours" source=cls/val imgsz=64 project=runs name="$family-ours" json=true
-  cp "$WORK/out" "$family.predict2.json"
-  "$python" "$oracle" check "$family.ours.json" "$family.val2.json" "$family.predict2.json" \
+  ours_match "$ours" "$family.ours.json" "$family-ours" \
     || fail "our $family-$size checkpoint validates or predicts otherwise in libreyolo"
 done
 finish

@@ -8,11 +8,27 @@
 
 #include "models/family.h"
 
+#include <fmt/format.h>
+
 #include <span>
 #include <string>
 #include <vector>
 
 namespace libreyolo::models::classify_common {
+
+// A classifier network (a TORCH_MODULE whose forward gives the logits) as a Model: its logits are
+// its one map, in either mode; nothing to fuse.
+template <class Net>
+Model classifier_model(Net net, std::string display_name, int default_image_size) {
+  Model model;
+  model.display_name = std::move(display_name);
+  model.default_image_size = default_image_size;
+  model.module = net.ptr();
+  model.forward = [net](const at::Tensor& x) mutable { return std::vector<at::Tensor>{net->forward(x)}; };
+  model.forward_raw = model.forward;
+  model.fuse = [] {};
+  return model;
+}
 
 class ClassifierFamily : public Family {
  public:

@@ -18,15 +18,8 @@ class MobileNetV4Family final : public classify_common::ClassifierFamily {
     return out;
   }
   models::Model build(const std::string& size, int class_count, int, bool) const override {
-    mobilenetv4::Model net(size, class_count);
-    models::Model model;
-    model.display_name = fmt::format("MobileNetV4-{}", size);
-    model.default_image_size = size_spec(size).image_size;
-    model.module = net.ptr();
-    model.forward = [net](const at::Tensor& x) mutable { return std::vector<at::Tensor>{net->forward(x)}; };
-    model.forward_raw = model.forward;
-    model.fuse = [] {};
-    return model;
+    return classify_common::classifier_model(mobilenetv4::Model(size, class_count), fmt::format("MobileNetV4-{}", size),
+                                             size_spec(size).image_size);
   }
   // the network's children that hold parameters, in order
   std::vector<std::string> freeze_groups(bool) const override {

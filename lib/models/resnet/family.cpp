@@ -18,15 +18,7 @@ class ResnetFamily final : public classify_common::ClassifierFamily {
     return out;
   }
   models::Model build(const std::string& size, int class_count, int, bool) const override {
-    resnet::Model net(size, class_count);
-    models::Model model;
-    model.display_name = fmt::format("ResNet-{}", size);
-    model.default_image_size = 224;
-    model.module = net.ptr();
-    model.forward = [net](const at::Tensor& x) mutable { return std::vector<at::Tensor>{net->forward(x)}; };
-    model.forward_raw = model.forward;
-    model.fuse = [] {};
-    return model;
+    return classify_common::classifier_model(resnet::Model(size, class_count), fmt::format("ResNet-{}", size), 224);
   }
   // the network's children that hold parameters, in order
   std::vector<std::string> freeze_groups(bool) const override {
