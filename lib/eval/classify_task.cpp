@@ -47,6 +47,39 @@ data::ImageFolderSplit scan(const data::DatasetSpec& spec, const std::string& sp
   return scanned;
 }
 
+// The split's images whose header cannot be read, each named in a warning and left out (as
+// detection's scan skips a corrupt image), so that training does not stop at one mid-epoch.
+// DataError when a class is left without an image.
+data::ImageFolderSplit readable(data::ImageFolderSplit split, int workers) {
+  std::vector<char> bad(split.images.size(), 0);
+  std::vector<std::string> why(split.images.size());
+  parallel_for(split.images.size(), std::max(1, workers), [&](std::size_t i) {
+    try {
+      (void)data::read_image_info(split.images[i].path);
+    } catch (const data::CorruptImage& error) {
+      bad[i] = 1;
+      why[i] = error.what();
+    }
+  });
+  std::vector<data::ClassImage> kept;
+  for (std::size_t i = 0; i < split.images.size(); ++i) {
+    if (bad[i]) {
+      log::warn("{}: {}; skipped", split.images[i].path.string(), why[i]);
+    } else {
+      kept.push_back(split.images[i]);
+    }
+  }
+  split.images = std::move(kept);
+  const auto counts = split.per_class();
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    if (counts[c] == 0) {
+      throw DataError(fmt::format("{}: no readable image in it; add images or remove the class from every split",
+                                  (split.folder / split.classes[c]).string()));
+    }
+  }
+  return split;
+}
+
 class ClassifyValidator final : public Validator {
  public:
   ClassifyValidator(const data::ClassifyDataset& dataset, ValidatorOptions options) : dataset_(dataset), options_(std::move(options)) {}
@@ -179,7 +212,7 @@ class ClassifyTask final : public Task {
     data::TrainingData data;
     data.spec = load_spec(config.get_text("data"));
     const auto augment = data::ClassifyAugment::from_config(config);
-    auto split = scan(data.spec, "train");
+    auto split = readable(scan(data.spec, "train"), static_cast<int>(config.get_int("workers")));
     log::info("train: {} images in {} classes ({})", split.images.size(), split.classes.size(), split.folder.string());
     auto dataset = std::make_unique<data::ClassifyDataset>(std::move(split), augment.image_size);
     data.pipeline = std::make_unique<data::ClassifyPipeline>(*dataset, augment, static_cast<std::uint64_t>(config.get_int("seed")));
@@ -187,9 +220,9 @@ class ClassifyTask final : public Task {
     return data;
   }
 
-  std::unique_ptr<TaskTypes::Dataset> load_split(const data::DatasetSpec& spec, const std::string& split, int, int image_size,
+  std::unique_ptr<TaskTypes::Dataset> load_split(const data::DatasetSpec& spec, const std::string& split, int workers, int image_size,
                                                  data::CacheMode, data::ResizeRule) const override {
-    auto scanned = scan(spec, split);
+    auto scanned = readable(scan(spec, split), workers);
     log::info("{}: {} images in {} classes ({})", split, scanned.images.size(), scanned.classes.size(), scanned.folder.string());
     return std::make_unique<data::ClassifyDataset>(std::move(scanned), image_size);
   }

@@ -49,6 +49,11 @@ expect_exit 0 train model=resnet-18 data=cls epochs=1 batch=8 imgsz=64 workers=2
 [ -f runs/r/weights/last.pt ] || fail "no resnet last.pt"
 expect_exit 2 train model=resnet-18 data=cls epochs=1 batch=8 imgsz=64 mixup=0.5 project=runs name=x
 expect_in "$WORK/err" "mixup=0.5: not built for classification"
+# an unreadable image is named and left out before training, not met mid-epoch
+cp -r cls broken && echo "not a jpeg" > "$(ls -d broken/train/*/ | head -1)zz.jpg"
+expect_exit 0 train model=resnet-18 data=broken epochs=1 batch=8 imgsz=64 workers=2 val=false project=runs name=broken
+expect_in "$WORK/err" "zz.jpg: cannot identify image file"
+expect_in "$WORK/err" "skipped"
 expect_exit 3 train model=resnet-18 data=synth/data.yaml epochs=1 project=runs name=y
 expect_in "$WORK/err" "ImageFolder"
 finish
