@@ -2,6 +2,9 @@
 // (precompute_coeffs), their 22-bit fixed-point form (normalize_coeffs_8bpc) and the two passes.
 #include "data/resample.h"
 
+#include "data/resample_kernel.h"
+#include "nn/cpu_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,7 +15,7 @@ namespace libreyolo::data {
 
 namespace {
 
-constexpr int kPrecisionBits = 32 - 8 - 2;
+constexpr int kPrecisionBits = kernels::kResamplePrecisionBits;
 
 double bicubic(double x) {
   constexpr double a = -0.5;
@@ -75,60 +78,32 @@ Coefficients coefficients(int in_size, double in0, double in1, int out_size, Res
   return c;
 }
 
-inline std::uint8_t clip8(std::int32_t in) {
-  if (in >= (1 << kPrecisionBits << 8)) return 255;
-  if (in <= 0) return 0;
-  return static_cast<std::uint8_t>(in >> kPrecisionBits);
+const kernels::ResampleKernels& kernels_here() {
+  static const kernels::ResampleKernels chosen = [] {
+    switch (nn::cpu_kernels()) {
+#if defined(__x86_64__)
+      case nn::CpuKernels::Avx512: return kernels::AVX512::resample_kernels();
+      case nn::CpuKernels::Avx2: return kernels::AVX2::resample_kernels();
+#endif
+      default: return kernels::DEFAULT::resample_kernels();
+    }
+  }();
+  return chosen;
 }
 
-// Rows [row0, row0 + out.rows) of `in`, resampled along x into `out`; 3 channels (the loaders'
-// BGR) sum in one pass over the taps, as Pillow sums its 4.
+kernels::ResampleAxis axis(const Coefficients& c) {
+  return {.out_size = static_cast<int>(c.first.size()), .ksize = c.ksize, .first = c.first.data(), .count = c.count.data(),
+          .weights = c.weights.data()};
+}
+
+// Rows [row0, row0 + out.rows) of `in`, resampled along x into `out`.
 void horizontal(const cv::Mat& in, cv::Mat& out, int row0, const Coefficients& c) {
-  const int channels = in.channels();
-  for (int y = 0; y < out.rows; ++y) {
-    const std::uint8_t* src = in.ptr<std::uint8_t>(row0 + y);
-    std::uint8_t* dst = out.ptr<std::uint8_t>(y);
-    for (int xx = 0; xx < out.cols; ++xx) {
-      const int xmin = c.first[static_cast<std::size_t>(xx)], xmax = c.count[static_cast<std::size_t>(xx)];
-      const std::int32_t* k = &c.weights[static_cast<std::size_t>(xx) * static_cast<std::size_t>(c.ksize)];
-      if (channels == 3) {
-        std::int32_t s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
-        const std::uint8_t* p = src + xmin * 3;
-        for (int x = 0; x < xmax; ++x, p += 3) {
-          s0 += static_cast<std::int32_t>(p[0]) * k[x];
-          s1 += static_cast<std::int32_t>(p[1]) * k[x];
-          s2 += static_cast<std::int32_t>(p[2]) * k[x];
-        }
-        dst[xx * 3] = clip8(s0);
-        dst[xx * 3 + 1] = clip8(s1);
-        dst[xx * 3 + 2] = clip8(s2);
-        continue;
-      }
-      for (int ch = 0; ch < channels; ++ch) {
-        std::int32_t ss = 1 << (kPrecisionBits - 1);
-        for (int x = 0; x < xmax; ++x) ss += static_cast<std::int32_t>(src[(x + xmin) * channels + ch]) * k[x];
-        dst[xx * channels + ch] = clip8(ss);
-      }
-    }
-  }
+  kernels_here().horizontal(in.ptr<std::uint8_t>(row0), in.step, out.rows, in.channels(), out.ptr<std::uint8_t>(0), out.step, axis(c));
 }
 
 // `in` resampled along y into `out`; `first` already relative to `in`'s first row.
 void vertical(const cv::Mat& in, cv::Mat& out, const Coefficients& c, int shift) {
-  const int width = out.cols * out.channels();
-  std::vector<std::int32_t> ss(static_cast<std::size_t>(width));
-  for (int yy = 0; yy < out.rows; ++yy) {
-    const int ymin = c.first[static_cast<std::size_t>(yy)] - shift, ymax = c.count[static_cast<std::size_t>(yy)];
-    const std::int32_t* k = &c.weights[static_cast<std::size_t>(yy) * static_cast<std::size_t>(c.ksize)];
-    std::fill(ss.begin(), ss.end(), 1 << (kPrecisionBits - 1));
-    for (int y = 0; y < ymax; ++y) {
-      const std::uint8_t* src = in.ptr<std::uint8_t>(y + ymin);
-      const std::int32_t w = k[y];
-      for (int x = 0; x < width; ++x) ss[static_cast<std::size_t>(x)] += static_cast<std::int32_t>(src[x]) * w;
-    }
-    std::uint8_t* dst = out.ptr<std::uint8_t>(yy);
-    for (int x = 0; x < width; ++x) dst[x] = clip8(ss[static_cast<std::size_t>(x)]);
-  }
+  kernels_here().vertical(in.ptr<std::uint8_t>(0), in.step, out.cols * out.channels(), out.ptr<std::uint8_t>(0), out.step, axis(c), shift);
 }
 
 }  // namespace

@@ -5,12 +5,18 @@
 #include "data/classify_dataset.h"
 #include "data/image_folder.h"
 #include "data/resample.h"
+#include "data/resample_kernel.h"
+#include "nn/cpu_kernels.h"
 #include "data/synth.h"
 #include "test_images.h"
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <random>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -130,11 +136,101 @@ TEST_CASE("data crops: every class in both splits, an image's crops in one split
   // an image's crops are in one split: the one its path under the root hashes to
   const auto source_of = [](const fs::path& crop) {
     std::string name = crop.stem().string();
-    name = name.substr(0, name.rfind('_'));
-    return name.replace(name.find('_', name.find('_') + 1), 1, "/").replace(name.find('_'), 1, "/");
+    name.resize(name.rfind('_'));
+    // "images_train_000001" is "images/train/000001"
+    const std::size_t first = name.find('_'), second = name.find('_', first + 1);
+    return name.substr(0, first) + "/" + name.substr(first + 1, second - first - 1) + "/" + name.substr(second + 1);
   };
   for (const auto& image : val.images) CHECK(data::crop_goes_to_val(source_of(image.path), 0.3));
   for (const auto& image : train.images) CHECK_FALSE(data::crop_goes_to_val(source_of(image.path), 0.3));
   CHECK_THROWS_AS(data::write_box_crops(spec, {.out = dir / "cls"}), DataError);
   CHECK(data::crop_goes_to_val("images/train/000001", 0.3) == data::crop_goes_to_val("images/train/000001", 0.3));
+}
+
+namespace {
+
+// An axis of `out_size` outputs over `in_size` inputs: each output reads 1..ksize inputs from a
+// nondecreasing start with random fixed-point weights (negative lobes included, summing to 2^22 as
+// Pillow's do), as data/resample.cpp builds them.
+struct TestAxis {
+  int ksize = 0;
+  std::vector<int> first, count;
+  std::vector<std::int32_t> weights;
+  data::kernels::ResampleAxis view() const {
+    return {.out_size = static_cast<int>(first.size()), .ksize = ksize, .first = first.data(), .count = count.data(),
+            .weights = weights.data()};
+  }
+};
+
+TestAxis random_axis(int in_size, int out_size, int ksize, std::mt19937& random) {
+  TestAxis axis;
+  axis.ksize = ksize;
+  for (int i = 0; i < out_size; ++i) {
+    const int start = std::min(in_size - 1, static_cast<int>(static_cast<double>(i) * in_size / out_size));
+    const int n = 1 + static_cast<int>(random() % static_cast<unsigned>(std::min(ksize, in_size - start)));
+    axis.first.push_back(start);
+    axis.count.push_back(n);
+    std::int32_t left = 1 << data::kernels::kResamplePrecisionBits;
+    for (int x = 0; x < ksize; ++x) {
+      std::int32_t w = 0;
+      if (x + 1 == n) w = left;
+      else if (x < n) w = static_cast<std::int32_t>(random() % (1u << 21)) - (1 << 19);
+      left -= w;
+      axis.weights.push_back(w);
+    }
+  }
+  return axis;
+}
+
+std::uint8_t clip(std::int64_t sum) { return static_cast<std::uint8_t>(std::clamp<std::int64_t>(sum >> data::kernels::kResamplePrecisionBits, 0, 255)); }
+
+}  // namespace
+
+TEST_CASE("Resampling passes: every CPU capability's copy gives the pixels of the scalar definition", "[classify_data]") {
+  std::vector<std::pair<const char*, data::kernels::ResampleKernels>> kernels{{"DEFAULT", data::kernels::DEFAULT::resample_kernels()}};
+#if defined(__x86_64__)
+  for (const nn::CpuKernels k : nn::runnable_vectorised_cpu_kernels()) {
+    kernels.emplace_back(nn::cpu_kernels_name(k), k == nn::CpuKernels::Avx2 ? data::kernels::AVX2::resample_kernels()
+                                                                            : data::kernels::AVX512::resample_kernels());
+  }
+#endif
+  std::mt19937 random(7);
+  const std::int64_t half = std::int64_t{1} << (data::kernels::kResamplePrecisionBits - 1);
+  for (const int channels : {1, 2, 3, 4}) {
+    for (const auto& [rows, cols, out] : std::vector<std::tuple<int, int, int>>{{1, 1, 1}, {7, 13, 5}, {8, 64, 64}, {17, 100, 37}, {33, 41, 90}}) {
+      cv::Mat source(rows, cols, CV_8UC(channels));
+      cv::randu(source, 0, 256);
+      const TestAxis ax = random_axis(cols, out, 9, random);
+      const TestAxis ay = random_axis(rows, out, 7, random);
+      // the definitions, in 64-bit sums
+      cv::Mat wide(rows, out, CV_8UC(channels)), tall(out, cols, CV_8UC(channels));
+      for (int y = 0; y < rows; ++y) {
+        for (int i = 0; i < out; ++i) {
+          for (int c = 0; c < channels; ++c) {
+            std::int64_t sum = half;
+            for (int x = 0; x < ax.count[i]; ++x) sum += std::int64_t{source.ptr<std::uint8_t>(y)[(ax.first[i] + x) * channels + c]} * ax.weights[i * ax.ksize + x];
+            wide.ptr<std::uint8_t>(y)[i * channels + c] = clip(sum);
+          }
+        }
+      }
+      for (int i = 0; i < out; ++i) {
+        for (int b = 0; b < cols * channels; ++b) {
+          std::int64_t sum = half;
+          for (int y = 0; y < ay.count[i]; ++y) sum += std::int64_t{source.ptr<std::uint8_t>(ay.first[i] + y)[b]} * ay.weights[i * ay.ksize + y];
+          tall.ptr<std::uint8_t>(i)[b] = clip(sum);
+        }
+      }
+      for (const auto& [name, k] : kernels) {
+        const std::string where = fmt::format("{}: channels {}, {}x{} to {}", name, channels, rows, cols, out);
+        INFO(where);
+        cv::Mat got_wide(rows, out, CV_8UC(channels), cv::Scalar::all(1)), got_tall(out, cols, CV_8UC(channels), cv::Scalar::all(1));
+        k.horizontal(source.ptr<std::uint8_t>(0), source.step, rows, channels, got_wide.ptr<std::uint8_t>(0), got_wide.step, ax.view());
+        CHECK(cv::norm(got_wide, wide, cv::NORM_INF) == 0);
+        // the vertical pass from a view starting at row 2, as the horizontal-first order hands it over
+        const int shift = std::min(2, ay.first.front());
+        k.vertical(source.ptr<std::uint8_t>(shift), source.step, cols * channels, got_tall.ptr<std::uint8_t>(0), got_tall.step, ay.view(), shift);
+        CHECK(cv::norm(got_tall, tall, cv::NORM_INF) == 0);
+      }
+    }
+  }
 }
