@@ -5,10 +5,13 @@ of each JPEG as its crop needs); LibreYOLO's: torchvision's ImageFolder with its
 build_classify_transforms(augment=True, interpolation="bicubic") in a torch DataLoader as its
 trainer builds it (shuffle, batch, workers, its classify collate), float32 CHW out.
 
-The default set is coco128's 128 full-size images (640 px JPEGs, as photos come) as one class
-folder per split: a loader bench, where the pixels matter and the labels do not.
+The default set is coco128's 128 full-size images (640 px JPEGs, as photos come), each linked
+--copies times (8: 1024 per split, 16 batches of 64), as one class folder per split: a loader bench,
+where the pixels matter and the labels do not. The timed batches lie inside one epoch on both sides:
+LibreYOLO's trainer does not keep its workers between epochs, and on 128 images their restart
+every two batches would be most of what the reference is timed on.
 
-    python3 bench/classify_loader.py [--data ROOT] [--workers 2] [--batch 64] [--imgsz 224] [--repeat 3] [--batches 12]
+    python3 bench/classify_loader.py [--data ROOT] [--copies 8] [--workers 2] [--batch 64] [--imgsz 224] [--repeat 3] [--batches 12]
 
 Prints one JSON line per run and side, then the summary (medians, the ratio, the CPU model).
 """
@@ -25,13 +28,14 @@ import time
 from machine import OURS, cpu_model, require_dataset
 
 
-def coco128_folder(work):
+def coco128_folder(work, copies):
     images = require_dataset("coco128") / "coco128" / "images" / "train2017"
     for split in ("train", "val"):
         folder = work / "coco128-cls" / split / "images"
         folder.mkdir(parents=True)
         for image in sorted(images.glob("*.jpg")):
-            os.symlink(image, folder / image.name)
+            for copy in range(copies):
+                os.symlink(image, folder / f"{image.stem}_{copy}.jpg")
     return work / "coco128-cls"
 
 
@@ -70,6 +74,7 @@ def reference(args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--data")
+    parser.add_argument("--copies", type=int, default=8, help="links per coco128 image in the default set")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--imgsz", type=int, default=224)
@@ -78,14 +83,14 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         if not args.data:
-            args.data = str(coco128_folder(pathlib.Path(folder)))
+            args.data = str(coco128_folder(pathlib.Path(folder), args.copies))
         runs = {"ours": [], "reference": []}
         for _ in range(args.repeat):  # interleaved: drift hits both alike
             runs["ours"].append(ours(args)["images_per_second_median"])
             runs["reference"].append(reference(args)["images_per_second_median"])
             print(json.dumps({"ours": round(runs["ours"][-1], 1), "reference": round(runs["reference"][-1], 1)}), flush=True)
         last = ours(args)
-        summary = {"bench": "classify_loader", "data": args.data, "imgsz": args.imgsz, "batch": args.batch,
+        summary = {"bench": "classify_loader", "data": args.data, "copies": args.copies, "imgsz": args.imgsz, "batch": args.batch,
                    "workers": args.workers, "repeat": args.repeat, "cpu": cpu_model(),
                    "ours_images_per_second": round(statistics.median(runs["ours"]), 1),
                    "reference_images_per_second": round(statistics.median(runs["reference"]), 1),

@@ -67,13 +67,13 @@ def kernel_floor(step, steps):
     return seconds | {"kernels_s": seconds["convolution_s"] + seconds["matmul_s"], "by_call": by_call}
 
 
-def kernel_floor_report(make_step, steps, summary):
+def kernel_floor_report(make_step, steps, summary, emit=True):
     """`make_step(channels_last)` builds the reference's training step in that layout. Each layout's
     step is timed unprofiled (median of `steps` after one) and then measured by kernel_floor. Prints
     `summary` with both, `best_of_both_s` (each kernel call, by op and input shapes, at the faster of
     its two layouts: a floor even for a step that mixed layouts, conversions free) and max_speedup:
     the contiguous step (as the step benches run the reference) over that floor. The step benches'
-    --kernel-floor."""
+    --kernel-floor. Returns what it prints (emit=False: prints nothing)."""
     import json
     import statistics
     import time
@@ -94,9 +94,11 @@ def kernel_floor_report(make_step, steps, summary):
         layouts[layout] = {"step_s": round(statistics.median(times), 4)} | {k: round(v, 4) for k, v in floor.items()}
     keys = set(calls["contiguous"]) | set(calls["channels_last"])
     best = sum(min(calls[layout].get(key, float("inf")) for layout in calls) for key in keys)
-    print(json.dumps(summary | {"steps": steps, "cpu": cpu_model(), "threads": torch.get_num_threads(), **layouts,
-                                "best_of_both_s": round(best, 4),
-                                "max_speedup": round(layouts["contiguous"]["step_s"] / best, 3)}))
+    report = summary | {"steps": steps, "cpu": cpu_model(), "threads": torch.get_num_threads(), **layouts,
+                        "best_of_both_s": round(best, 4), "max_speedup": round(layouts["contiguous"]["step_s"] / best, 3)}
+    if emit:
+        print(json.dumps(report))
+    return report
 
 
 def require_dataset(name):

@@ -56,4 +56,20 @@ expect_in "$WORK/err" "zz.jpg: cannot identify image file"
 expect_in "$WORK/err" "skipped"
 expect_exit 3 train model=resnet-18 data=synth/data.yaml epochs=1 project=runs name=y
 expect_in "$WORK/err" "ImageFolder"
+
+# the profiler names the data pipeline when it bounds a classifier: 4000 px photos decoded on the
+# training thread (workers=0) for 32 px inputs (about 45% of the step waits on data here; the
+# verdict's line is 20%)
+expect_exit 0 data synth out=big synth_images=8 synth_val_images=2 synth_size=4000 seed=1
+for split in train val; do
+  i=0
+  for image in big/images/$split/*.jpg; do
+    mkdir -p "photos/$split/c$((i % 2))" && ln -s "$PWD/$image" "photos/$split/c$((i % 2))/" && i=$((i + 1))
+  done
+done
+expect_exit 0 profile run photos --model mobilenetv4-s --batch 4 --imgsz 32 --workers 0 --no-amp --steps 4 --warmup 1 --project prof
+expect_in "$WORK/err" "DATALOADER-BOUND"
+summary=$(find prof -name profile_summary.json | head -1)
+[ -n "$summary" ] || fail "profile run wrote no profile_summary.json"
+grep -q '"bound": *"dataloader"' "$summary" || fail "profile_summary.json: the bound is not dataloader"
 finish

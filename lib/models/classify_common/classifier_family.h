@@ -37,7 +37,9 @@ class ClassifierFamily : public Family {
   at::Tensor network_input(const at::Tensor& images, const c10::Device& device) const override;
   std::vector<std::string> loss_names() const override { return {"ce_loss"}; }
   std::unique_ptr<TrainingLoss> make_loss(const LossContext& context, const config::Config& config) const override;
-  bool channels_last_on_cpu() const override { return false; }
+  // oneDNN's channels-last convolutions: one epoch of 512 photos at 224, batch 64, on a 2-core EPYC,
+  // mobilenetv4-s 10.0 s against 13.6 s NCHW, resnet-18 44.8/52.3 s against 52.1/55.2 s
+  bool channels_last_on_cpu() const override { return true; }
   bool warms_up_momentum() const override { return false; }
   std::shared_ptr<const data::SamplePipeline> sample_pipeline() const override { return nullptr; }
   // the logits are all there is: validation reads them, no confidence threshold
