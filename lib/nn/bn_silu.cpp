@@ -87,10 +87,13 @@ std::int64_t channels_last_rows(torch::Tensor& dz) {
 
 struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
   // running_mean and running_var are updated in place; `factor` weighs this batch into them.
+  // `relu`: ReLU in SiLU's place (channels-last only: fused_bn_relu_applies()).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
                                const torch::Tensor& bias, torch::Tensor running_mean, torch::Tensor running_var,
-                               double factor, double eps) {
+                               double factor, double eps, bool relu) {
     const bool planar = is_planar(x);
+    TORCH_CHECK(!(relu && planar), "the fused BatchNorm+ReLU takes channels-last input");
+    ctx->saved_data["relu"] = relu;
     const kernels::BnSiluShape shape = shape_of(x);
     const auto floats = x.options().dtype(torch::kFloat);
     torch::Tensor mean = torch::empty({shape.channels}, floats);
@@ -115,7 +118,7 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
       // The per-channel values in one loop over the channels (as tensor ops they were ten small
       // ATen calls per BatchNorm, with the running statistics', 2,900 per YOLOv9-t step).
       for (std::int64_t c = 0; c < shape.channels; ++c) kernels::fold_channel(m[c], v[c], w[c], b[c], epsilon, is[c], sc[c], sh[c]);
-      kernels.apply(x.const_data_ptr<T>(), z.mutable_data_ptr<T>(), shape, sc, sh);
+      (relu ? kernels.apply_relu : kernels.apply)(x.const_data_ptr<T>(), z.mutable_data_ptr<T>(), shape, sc, sh);
     });
     update_running(running_mean, running_var, m, v, shape.channels, factor,
                    static_cast<double>(shape.rows) / static_cast<double>(shape.rows - 1));
@@ -153,8 +156,9 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
       dispatch(x, [&](const auto& kernels, auto* type) {
         using T = std::remove_pointer_t<decltype(type)>;
         dx = torch::empty_like(x, at::MemoryFormat::ChannelsLast);  // holds dy, then dx
-        kernels.reduce(x.const_data_ptr<T>(), dz.const_data_ptr<T>(), dz_row_stride, dx.mutable_data_ptr<T>(), shape,
-                       sc, sh, m, is, sdy, sdx);
+        const bool relu = ctx->saved_data["relu"].toBool();
+        (relu ? kernels.reduce_relu : kernels.reduce)(x.const_data_ptr<T>(), dz.const_data_ptr<T>(), dz_row_stride,
+                                                      dx.mutable_data_ptr<T>(), shape, sc, sh, m, is, sdy, sdx);
         if (ctx->needs_input_grad(0)) {
           kernels.input_grad(x.const_data_ptr<T>(), dx.mutable_data_ptr<T>(), shape, m, is, gamma.const_data_ptr<float>(),
                              sdy, sdx);
@@ -165,7 +169,7 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
     }
     torch::Tensor grad_weight = ctx->needs_input_grad(1) ? sum_dy_xhat : torch::Tensor();
     torch::Tensor grad_bias = ctx->needs_input_grad(2) ? sum_dy : torch::Tensor();
-    return {dx, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dx, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -306,7 +310,18 @@ bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dI
 torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) {
   RECORD_FUNCTION("libreyolo::batch_norm_silu", std::vector<c10::IValue>{});  // listed by the profiler as ATen's ops are
   const double factor = count_batch(bn);
-  return BnSiluFunction::apply(x, bn.weight, bn.bias, bn.running_mean, bn.running_var, factor, bn.options.eps());
+  return BnSiluFunction::apply(x, bn.weight, bn.bias, bn.running_mean, bn.running_var, factor, bn.options.eps(), false);
+}
+
+bool fused_bn_relu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn) {
+  // strictly channels-last: a tensor that is NCHW-contiguous too (one pixel) keeps ATen's ops
+  return fused_bn_silu_applies(x, bn) && x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous();
+}
+
+torch::Tensor batch_norm_relu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) {
+  RECORD_FUNCTION("libreyolo::batch_norm_relu", std::vector<c10::IValue>{});
+  const double factor = count_batch(bn);
+  return BnSiluFunction::apply(x, bn.weight, bn.bias, bn.running_mean, bn.running_var, factor, bn.options.eps(), true);
 }
 
 bool fused_bn_silu_enabled() { return enabled_flag().load(std::memory_order_relaxed); }

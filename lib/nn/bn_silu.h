@@ -26,6 +26,12 @@ bool fused_bn_silu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dI
 // silu(bn(x)) for `bn` in training mode, fused. Call only where fused_bn_silu_applies().
 torch::Tensor batch_norm_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn);
 
+// relu(bn(x)) fused the same way, for `x` strictly channels-last (the classifiers' Conv-BN-ReLU
+// tails, trained channels-last on the CPU): fused_bn_silu_applies() and channels-last, not also
+// NCHW-contiguous. NCHW keeps ATen's ops (the classifiers' parity runs there, bit for bit).
+bool fused_bn_relu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn);
+torch::Tensor batch_norm_relu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn);
+
 // sync_bn's form of batch_norm_silu(): the statistics cover every rank's batch. `sum` all-reduces a
 // CPU tensor in place (a sum over the ranks). Forward: this batch's per-channel mean and variance
 // (the fused kernels' pass), every rank's gathered in one collective (each rank fills its own row

@@ -227,26 +227,6 @@ void stats(const T* x, BnSiluShape shape, float* mean, float* variance) {
   for (std::int64_t c = 0; c < C; ++c) shifted_moments(o[c], sums[c], sums[C + c], rows, mean[c], variance[c]);
 }
 
-template <typename T>
-void apply(const T* x, T* z, BnSiluShape shape, const float* scale, const float* shift) {
-  auto silu_of = [&](const Vec& in, std::int64_t c) {
-    const Vec y = at::vec::fmadd(in, load(scale + c), load(shift + c));
-    return y * sigmoid(y);
-  };
-  map_rows<T>(
-      shape,
-      [&](std::int64_t i, std::int64_t c) {
-        Vec a, b;
-        load2(x + i, a, b);
-        store2(z + i, silu_of(a, c), silu_of(b, c + kLanes));
-      },
-      [&](std::int64_t i, std::int64_t c) { store1(z + i, silu_of(load(x + i), c)); },
-      [&](std::int64_t i, std::int64_t c) {
-        const float y = static_cast<float>(x[i]) * scale[c] + shift[c];
-        z[i] = static_cast<T>(y * sigmoid(y));
-      });
-}
-
 // dy = dz * silu'(y), silu'(y) = s (1 + y (1 - s)), s = sigmoid(y)
 inline Vec silu_grad(const Vec& dz, const Vec& y) {
   const Vec s = sigmoid(y);
@@ -258,7 +238,36 @@ inline float silu_grad(float dz, float y) {
   return dz * s * (1.0f + y * (1.0f - s));
 }
 
-template <typename T>
+// The activation after the BatchNorm: its value at y and dz times its derivative there.
+struct Silu {
+  static Vec value(const Vec& y) { return y * sigmoid(y); }
+  static float value(float y) { return y * sigmoid(y); }
+  static Vec grad(const Vec& dz, const Vec& y) { return silu_grad(dz, y); }
+  static float grad(float dz, float y) { return silu_grad(dz, y); }
+};
+// ATen's relu (clamp_min(y, 0)) and threshold_backward (dz where the output is above 0, else 0).
+struct Relu {
+  static Vec value(const Vec& y) { return at::vec::clamp_min(y, Vec(0.0f)); }
+  static float value(float y) { return y > 0.0f ? y : 0.0f; }
+  static Vec grad(const Vec& dz, const Vec& y) { return Vec::blendv(Vec(0.0f), dz, y > Vec(0.0f)); }
+  static float grad(float dz, float y) { return y > 0.0f ? dz : 0.0f; }
+};
+
+template <typename T, typename Act>
+void apply(const T* x, T* z, BnSiluShape shape, const float* scale, const float* shift) {
+  auto act_of = [&](const Vec& in, std::int64_t c) { return Act::value(at::vec::fmadd(in, load(scale + c), load(shift + c))); };
+  map_rows<T>(
+      shape,
+      [&](std::int64_t i, std::int64_t c) {
+        Vec a, b;
+        load2(x + i, a, b);
+        store2(z + i, act_of(a, c), act_of(b, c + kLanes));
+      },
+      [&](std::int64_t i, std::int64_t c) { store1(z + i, act_of(load(x + i), c)); },
+      [&](std::int64_t i, std::int64_t c) { z[i] = static_cast<T>(Act::value(static_cast<float>(x[i]) * scale[c] + shift[c])); });
+}
+
+template <typename T, typename Act>
 void reduce(const T* x, const T* dz, std::int64_t dz_row_stride, T* dy_out, BnSiluShape shape, const float* scale,
             const float* shift, const float* mean, const float* invstd, float* sum_dy, float* sum_dy_xhat) {
   const std::int64_t C = shape.channels;
@@ -284,8 +293,8 @@ void reduce(const T* x, const T* dz, std::int64_t dz_row_stride, T* dy_out, BnSi
             Vec xa, xb, da, db;
             load2(xr + c, xa, xb);
             load2(dzr + c, da, db);
-            const Vec dya = silu_grad(da, at::vec::fmadd(xa, load(scale + c), load(shift + c)));
-            const Vec dyb = silu_grad(db, at::vec::fmadd(xb, load(scale + c + kLanes), load(shift + c + kLanes)));
+            const Vec dya = Act::grad(da, at::vec::fmadd(xa, load(scale + c), load(shift + c)));
+            const Vec dyb = Act::grad(db, at::vec::fmadd(xb, load(scale + c + kLanes), load(shift + c + kLanes)));
             store2(out + c, dya, dyb);
             if constexpr (!kFloat) {
               dya.store(unrounded + c);
@@ -293,12 +302,12 @@ void reduce(const T* x, const T* dz, std::int64_t dz_row_stride, T* dy_out, BnSi
             }
           },
           [&](std::int64_t c) {
-            const Vec dy = silu_grad(load(dzr + c), at::vec::fmadd(load(xr + c), load(scale + c), load(shift + c)));
+            const Vec dy = Act::grad(load(dzr + c), at::vec::fmadd(load(xr + c), load(scale + c), load(shift + c)));
             store1(out + c, dy);
             if constexpr (!kFloat) dy.store(unrounded + c);
           },
           [&](std::int64_t c) {
-            const float dy = silu_grad(static_cast<float>(dzr[c]), static_cast<float>(xr[c]) * scale[c] + shift[c]);
+            const float dy = Act::grad(static_cast<float>(dzr[c]), static_cast<float>(xr[c]) * scale[c] + shift[c]);
             out[c] = static_cast<T>(dy);
             unrounded[c] = dy;  // for float the same place, the same value
           });
@@ -515,7 +524,8 @@ void planar_backward(const T* x, const T* dz, std::int64_t dz_batch_stride, std:
 
 template <typename T>
 BnSiluKernels<T> kernels_for() {
-  return {&stats<T>, &apply<T>, &reduce<T>, &input_grad<T>, &planar_forward<T>, &planar_backward<T>};
+  return {&stats<T>,         &apply<T, Silu>,           &reduce<T, Silu>,      &input_grad<T>,
+          &planar_forward<T>, &planar_backward<T>, &apply<T, Relu>, &reduce<T, Relu>};
 }
 
 #define LIBREYOLO_STRINGIFY2(x) #x

@@ -79,6 +79,9 @@ struct BnSiluKernels {
   BnSiluInputGradFn<T> input_grad;
   BnSiluPlanarForwardFn<T> planar_forward;
   BnSiluPlanarBackwardFn<T> planar_backward;
+  // ReLU in SiLU's place (channels-last only): z = relu(x * scale + shift), dy = dz where that is above 0.
+  BnSiluApplyFn<T> apply_relu;
+  BnSiluReduceFn<T> reduce_relu;
 };
 
 struct BnSiluKernelSet {

@@ -77,6 +77,11 @@ torch::Tensor SyncableBatchNorm2dImpl::forward(const torch::Tensor& x) {
   return torch::nn::BatchNorm2dImpl::forward(x);
 }
 
+torch::Tensor SyncableBatchNorm2dImpl::forward_relu(const torch::Tensor& x) {
+  if (!sync_ && fused_bn_relu_applies(x, *this)) return batch_norm_relu(x, *this);
+  return torch::relu(forward(x));
+}
+
 std::size_t set_batch_norm_sync(torch::nn::Module& root, const std::shared_ptr<BatchNormSync>& sync) {
   std::size_t count = 0;
   for (const auto& module : root.modules(/*include_self=*/true)) {

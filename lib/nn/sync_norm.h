@@ -15,6 +15,8 @@ class SyncableBatchNorm2dImpl : public torch::nn::BatchNorm2dImpl {
  public:
   using torch::nn::BatchNorm2dImpl::BatchNorm2dImpl;
   torch::Tensor forward(const torch::Tensor& x);
+  // relu(forward(x)): the fused BatchNorm+ReLU (nn/bn_silu.h) where it applies and no sync is set.
+  torch::Tensor forward_relu(const torch::Tensor& x);
   void set_batch_norm_sync(std::shared_ptr<BatchNormSync> sync) { sync_ = std::move(sync); }
 
  private:

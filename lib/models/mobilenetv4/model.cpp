@@ -79,8 +79,7 @@ ConvNormActImpl::ConvNormActImpl(int in_channels, int out_channels, int kernel, 
       bn_(register_module("bn", nn::SyncableBatchNorm2d(out_channels))), act_(act) {}
 
 torch::Tensor ConvNormActImpl::forward(const torch::Tensor& x) {
-  torch::Tensor y = bn_(conv_(x));
-  return act_ ? torch::relu(y) : y;
+  return act_ ? bn_->forward_relu(conv_(x)) : bn_(conv_(x));
 }
 
 BlockImpl::BlockImpl(const BlockDef& def, int in_channels, int stride) : type_(def.type) {
@@ -120,10 +119,10 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
   torch::Tensor y;
   switch (type_) {
     case BlockType::cn:
-      y = torch::relu(bn1_(conv_(x)));
+      y = bn1_->forward_relu(conv_(x));
       break;
     case BlockType::er:
-      y = bn2_(conv_pwl_(torch::relu(bn1_(conv_(x)))));
+      y = bn2_(conv_pwl_(bn1_->forward_relu(conv_(x))));
       break;
     case BlockType::uir:
       y = dw_start_ ? dw_start_(x) : x;
@@ -164,14 +163,14 @@ ModelImpl::ModelImpl(std::string_view size, int class_count) {
 }
 
 torch::Tensor ModelImpl::features(const torch::Tensor& x) {
-  torch::Tensor y = torch::relu(bn1_(conv_stem_(x)));
+  torch::Tensor y = bn1_->forward_relu(conv_stem_(x));
   for (auto& stage : stages_) y = stage->forward(y);
   return y;
 }
 
 torch::Tensor ModelImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = torch::adaptive_avg_pool2d(features(x), {1, 1});  // global_pool first, then conv_head
-  y = torch::relu(norm_head_(conv_head_(y)));
+  y = norm_head_->forward_relu(conv_head_(y));
   return classifier_(y.flatten(1));
 }
 

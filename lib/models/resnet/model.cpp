@@ -57,9 +57,9 @@ BlockImpl::BlockImpl(bool bottleneck, int in_channels, int planes, int stride) :
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
-  torch::Tensor y = torch::relu(bn1_(conv1_(x)));
+  torch::Tensor y = bn1_->forward_relu(conv1_(x));
   if (bottleneck_) {
-    y = torch::relu(bn2_(conv2_(y)));
+    y = bn2_->forward_relu(conv2_(y));
     y = bn3_(conv3_(y));
   } else {
     y = bn2_(conv2_(y));
@@ -87,7 +87,7 @@ ModelImpl::ModelImpl(std::string_view size, int class_count) {
 }
 
 torch::Tensor ModelImpl::features(const torch::Tensor& x) {
-  torch::Tensor y = torch::relu(bn1_(conv1_(x)));
+  torch::Tensor y = bn1_->forward_relu(conv1_(x));
   y = torch::max_pool2d(y, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
   for (auto& layer : layers_) y = layer->forward(y);
   return torch::adaptive_avg_pool2d(y, {1, 1}).flatten(1);  // global_pool: AdaptiveAvgPool2d(1), Flatten(1)

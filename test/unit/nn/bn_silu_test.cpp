@@ -39,16 +39,21 @@ struct Result {
   torch::Tensor z, dx, dweight, dbias;
 };
 
+// relu: the fused BatchNorm+ReLU (and relu after the reference's BatchNorm) in SiLU's place
 Result run(torch::nn::BatchNorm2d& bn, const torch::Tensor& input, const torch::Tensor& dz, bool fused,
-           at::MemoryFormat format = at::MemoryFormat::ChannelsLast) {
+           at::MemoryFormat format = at::MemoryFormat::ChannelsLast, bool relu = false) {
   torch::Tensor x = input.detach().clone(format).requires_grad_(true);
   bn->zero_grad();
   torch::Tensor z;
-  if (fused) {
+  if (fused && relu) {
+    REQUIRE(nn::fused_bn_relu_applies(x, *bn));
+    z = nn::batch_norm_relu(x, *bn);
+  } else if (fused) {
     REQUIRE(nn::fused_bn_silu_applies(x, *bn));
     z = nn::batch_norm_silu(x, *bn);
   } else {
-    z = torch::silu(bn(x.to(torch::kFloat)));  // the float reference, from the same input values
+    const torch::Tensor y = bn(x.to(torch::kFloat));  // the float reference, from the same input values
+    z = relu ? torch::relu(y) : torch::silu(y);
   }
   z.backward(dz.to(z.scalar_type()));
   return {z.detach(), x.grad(), bn->weight.grad().clone(), bn->bias.grad().clone()};
@@ -96,6 +101,35 @@ TEST_CASE("fused BatchNorm+SiLU equals BatchNorm2d then silu in float32: output,
       }
     }
   }
+}
+
+TEST_CASE("fused BatchNorm+ReLU equals BatchNorm2d then relu in float32, channels-last only", "[bn_silu]") {
+  for (const auto& sizes : std::vector<std::vector<std::int64_t>>{{4, 24, 7, 9}, {2, 40, 5, 3}, {3, 3, 4, 4}}) {
+    DYNAMIC_SECTION("shape " << sizes[0] << "x" << sizes[1] << "x" << sizes[2] << "x" << sizes[3]) {
+      torch::manual_seed(5);
+      const torch::Tensor x = torch::randn(sizes) * 2 + 0.3;
+      const torch::Tensor dz = torch::randn(sizes);
+      auto fused_bn = make_bn(static_cast<int>(sizes[1]));
+      auto reference_bn = copy_of(fused_bn);
+      for (int step = 0; step < 2; ++step) {
+        const Result fused = run(fused_bn, x * (1 + step), dz, true, at::MemoryFormat::ChannelsLast, true);
+        const Result reference = run(reference_bn, x * (1 + step), dz, false, at::MemoryFormat::ChannelsLast, true);
+        CHECK(fused.z.is_contiguous(at::MemoryFormat::ChannelsLast));
+        CHECK((fused.z == 0).sum().item<std::int64_t>() > 0);  // the clamp is exercised
+        CHECK(relative(fused.z, reference.z) < 1e-5);
+        CHECK(relative(fused.dx, reference.dx) < 1e-4);
+        CHECK(relative(fused.dweight, reference.dweight) < 1e-4);
+        CHECK(relative(fused.dbias, reference.dbias) < 1e-4);
+      }
+      CHECK(relative(fused_bn->running_mean, reference_bn->running_mean) < 1e-5);
+      CHECK(relative(fused_bn->running_var, reference_bn->running_var) < 1e-5);
+    }
+  }
+  auto bn = make_bn(8);
+  // NCHW, and a one-pixel tensor (both layouts at once), keep ATen's ops: the classifiers' parity runs there
+  CHECK_FALSE(nn::fused_bn_relu_applies(torch::randn({2, 8, 3, 3}), *bn));
+  CHECK_FALSE(nn::fused_bn_relu_applies(torch::randn({4, 8, 1, 1}).contiguous(at::MemoryFormat::ChannelsLast), *bn));
+  CHECK(nn::fused_bn_relu_applies(torch::randn({2, 8, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast), *bn));
 }
 
 TEST_CASE("fused BatchNorm+SiLU in bfloat16 is the float computation rounded once", "[bn_silu]") {
@@ -241,7 +275,14 @@ TEST_CASE("every compiled CPU capability's kernels agree with the plain ones", "
       const torch::Tensor dy = dx.clone();
       set.f32.input_grad(x.data_ptr<float>(), dx.data_ptr<float>(), shape, mean.data_ptr<float>(), invstd.data_ptr<float>(),
                          gamma.data_ptr<float>(), sum_dy.data_ptr<float>(), sum_dy_xhat.data_ptr<float>());
-      return std::vector<torch::Tensor>{mean, variance, z, sum_dy, sum_dy_xhat, dy, dx};
+      // ReLU in SiLU's place
+      torch::Tensor z_relu = torch::empty_like(x), dy_relu = torch::empty_like(x);
+      set.f32.apply_relu(x.data_ptr<float>(), z_relu.data_ptr<float>(), shape, scale.data_ptr<float>(), shift.data_ptr<float>());
+      torch::Tensor sum_relu = torch::empty({shape.channels}), sum_xhat_relu = torch::empty({shape.channels});
+      set.f32.reduce_relu(x.data_ptr<float>(), dz.data_ptr<float>(), shape.channels, dy_relu.data_ptr<float>(), shape,
+                          scale.data_ptr<float>(), shift.data_ptr<float>(), mean.data_ptr<float>(), invstd.data_ptr<float>(),
+                          sum_relu.data_ptr<float>(), sum_xhat_relu.data_ptr<float>());
+      return std::vector<torch::Tensor>{mean, variance, z, sum_dy, sum_dy_xhat, dy, dx, z_relu, dy_relu, sum_relu, sum_xhat_relu};
     };
     const auto expected = outputs(plain);
     CHECK(relative(expected[0], x.mean(0)) < 1e-5);
@@ -252,6 +293,12 @@ TEST_CASE("every compiled CPU capability's kernels agree with the plain ones", "
     silu.backward(dz);
     CHECK(relative(expected[5], y.grad()) < 1e-5);  // dy = dz silu'(y)
     CHECK(relative(expected[3], y.grad().sum(0)) < 1e-4);
+    const torch::Tensor y2 = (x * scale + shift).requires_grad_(true);
+    const torch::Tensor relu = torch::relu(y2);
+    CHECK(relative(expected[7], relu) < 1e-6);
+    relu.backward(dz);
+    CHECK(relative(expected[8], y2.grad()) < 1e-6);  // dy = dz where y > 0
+    CHECK(relative(expected[9], y2.grad().sum(0)) < 1e-4);
     for (const auto& set : sets) {
       INFO(set.capability);
       const auto got = outputs(set);
