@@ -81,6 +81,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--batches", type=int, default=12)
     args = parser.parse_args()
+    given = bool(args.data)  # --copies shapes the default set only
     with tempfile.TemporaryDirectory() as folder:
         if not args.data:
             args.data = str(coco128_folder(pathlib.Path(folder), args.copies))
@@ -90,7 +91,7 @@ def main():
             runs["reference"].append(reference(args)["images_per_second_median"])
             print(json.dumps({"ours": round(runs["ours"][-1], 1), "reference": round(runs["reference"][-1], 1)}), flush=True)
         last = ours(args)
-        summary = {"bench": "classify_loader", "data": args.data, "copies": args.copies, "imgsz": args.imgsz, "batch": args.batch,
+        summary = {"bench": "classify_loader", "data": args.data, "copies": None if given else args.copies, "imgsz": args.imgsz, "batch": args.batch,
                    "workers": args.workers, "repeat": args.repeat, "cpu": cpu_model(),
                    "ours_images_per_second": round(statistics.median(runs["ours"]), 1),
                    "reference_images_per_second": round(statistics.median(runs["reference"]), 1),

@@ -191,6 +191,7 @@ void vertical(const std::uint8_t* src, std::size_t src_stride, int row_bytes, st
     std::uint8_t* out = dst + static_cast<std::size_t>(yy) * dst_stride;
     int x = 0;
     for (; x + kChunk <= row_bytes; x += kChunk) vertical_chunk<kChunk>(first, src_stride, x, k, axis.count[yy], out);
+    for (; x + 8 <= row_bytes; x += 8) vertical_chunk<8>(first, src_stride, x, k, axis.count[yy], out);
     for (; x < row_bytes; ++x) {
       std::int32_t acc = kHalf;
       const std::uint8_t* s = first + x;
