@@ -59,6 +59,14 @@ Result run(torch::nn::BatchNorm2d& bn, const torch::Tensor& input, const torch::
   return {z.detach(), x.grad(), bn->weight.grad().clone(), bn->bias.grad().clone()};
 }
 
+// The fused float32 step against the float reference: output, input and parameter gradients.
+void check_float32_match(const Result& fused, const Result& reference) {
+  CHECK(relative(fused.z, reference.z) < 1e-5);
+  CHECK(relative(fused.dx, reference.dx) < 1e-4);
+  CHECK(relative(fused.dweight, reference.dweight) < 1e-4);
+  CHECK(relative(fused.dbias, reference.dbias) < 1e-4);
+}
+
 // The AVX2 and AVX-512 kernels this CPU can run (the DEFAULT ones run everywhere).
 std::vector<nn::kernels::BnSiluKernelSet> vectorised_kernel_sets() {
   std::vector<nn::kernels::BnSiluKernelSet> sets;
@@ -89,10 +97,7 @@ TEST_CASE("fused BatchNorm+SiLU equals BatchNorm2d then silu in float32: output,
           const Result reference = run(reference_bn, x * (1 + step), dz, false, format);
           CHECK(fused.z.is_contiguous(format));
           CHECK(fused.dx.is_contiguous(format));
-          CHECK(relative(fused.z, reference.z) < 1e-5);
-          CHECK(relative(fused.dx, reference.dx) < 1e-4);
-          CHECK(relative(fused.dweight, reference.dweight) < 1e-4);
-          CHECK(relative(fused.dbias, reference.dbias) < 1e-4);
+          check_float32_match(fused, reference);
         }
         CHECK(relative(fused_bn->running_mean, reference_bn->running_mean) < 1e-5);
         CHECK(relative(fused_bn->running_var, reference_bn->running_var) < 1e-5);
@@ -116,10 +121,7 @@ TEST_CASE("fused BatchNorm+ReLU equals BatchNorm2d then relu in float32, channel
         const Result reference = run(reference_bn, x * (1 + step), dz, false, at::MemoryFormat::ChannelsLast, true);
         CHECK(fused.z.is_contiguous(at::MemoryFormat::ChannelsLast));
         CHECK((fused.z == 0).sum().item<std::int64_t>() > 0);  // the clamp is exercised
-        CHECK(relative(fused.z, reference.z) < 1e-5);
-        CHECK(relative(fused.dx, reference.dx) < 1e-4);
-        CHECK(relative(fused.dweight, reference.dweight) < 1e-4);
-        CHECK(relative(fused.dbias, reference.dbias) < 1e-4);
+        check_float32_match(fused, reference);
       }
       CHECK(relative(fused_bn->running_mean, reference_bn->running_mean) < 1e-5);
       CHECK(relative(fused_bn->running_var, reference_bn->running_var) < 1e-5);
